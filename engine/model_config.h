@@ -1,0 +1,46 @@
+// The one plain model configuration: parsed once from GGUF metadata or HF config.json, validated, then read-only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace anelm::engine {
+
+enum class Arch { kLlama, kQwen2 };
+
+// How RoPE pairs dimensions within a head.
+//  kHalf:        (x[i], x[i + d/2]) pairs, "rotate-half" (HF checkpoints; GGUF qwen2 = NEOX mode)
+//  kInterleaved: (x[2i], x[2i+1]) pairs (GGUF llama: the converter permuted Q/K rows)
+enum class RopeLayout { kHalf, kInterleaved };
+
+const char* arch_name(Arch a);
+
+struct ModelConfig {
+  Arch arch = Arch::kLlama;
+  std::string name;            // human-readable model name (general.name or directory name)
+  int n_layers = 0;
+  int d_model = 0;             // hidden size
+  int n_heads = 0;
+  int n_kv_heads = 0;          // grouped-query attention: n_heads % n_kv_heads == 0
+  int head_dim = 0;            // usually d_model / n_heads
+  int d_ff = 0;                // SwiGLU intermediate size
+  int vocab_size = 0;
+  int max_ctx = 0;             // trained context length
+  float rms_eps = 1e-6f;
+  float rope_theta = 10000.0f;
+  int rope_dim = 0;            // rotated dims per head (== head_dim for supported models)
+  RopeLayout rope_layout = RopeLayout::kHalf;
+  bool qkv_bias = false;       // Qwen2 has biases on Q, K, V projections
+  bool tie_embeddings = false; // LM head shares the token embedding
+  int bos_id = -1;             // -1: none
+  std::vector<int> eos_ids;    // end-of-generation ids (EOS, EOT, ...)
+
+  int q_dim() const { return n_heads * head_dim; }
+  int kv_dim() const { return n_kv_heads * head_dim; }
+  int group_size() const { return n_heads / n_kv_heads; }
+
+  // Throws anelm::Error(kFormat) listing every problem with field names and values; `source` names the file.
+  void validate(const std::string& source) const;
+};
+
+}  // namespace anelm::engine

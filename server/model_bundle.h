@@ -1,0 +1,24 @@
+// Loads the engine and the tokenizer for one model path: the only place engine and tokenizer meet.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anelm::server {
+
+// Tokenizer of a GGUF file (from its metadata) or an HF directory (tokenizer files).
+std::unique_ptr<tok::Tokenizer> load_tokenizer(const std::string& model_path);
+
+struct ModelBundle {
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<tok::Tokenizer> tokenizer;
+  std::string model_id;  // name reported by /v1/models
+};
+
+ModelBundle load_model_bundle(const engine::EngineOptions& opts,
+                              const engine::LoadProgress& progress = {});
+
+}  // namespace anelm::server

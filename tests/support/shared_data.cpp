@@ -1,0 +1,44 @@
+// Finds the shared test data and the build's binaries for every test suite.
+#include "tests/support/shared_data.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace anelm::testing {
+
+namespace fs = std::filesystem;
+
+std::optional<fs::path> shared_dir() {
+  if (const char* env = std::getenv("ANELM_SHARED_DIR"); env && *env) {
+    if (fs::is_directory(env)) return fs::path(env);
+    return std::nullopt;
+  }
+  for (fs::path p = fs::path(ANELM_SOURCE_DIR); !p.empty(); p = p.parent_path()) {
+    if (fs::is_directory(p / "shared" / "models")) return p / "shared";
+    if (fs::is_directory(p / ".." / "shared" / "models")) return fs::weakly_canonical(p / ".." / "shared");
+    if (p == p.parent_path()) break;
+  }
+  return std::nullopt;
+}
+
+std::optional<fs::path> shared_model(const std::string& relative) {
+  auto dir = shared_dir();
+  if (!dir) return std::nullopt;
+  fs::path p = *dir / "models" / relative;
+  if (!fs::exists(p)) return std::nullopt;
+  return p;
+}
+
+fs::path anelm_binary() { return fs::path(ANELM_BINARY_DIR) / "anelm"; }
+
+fs::path make_temp_dir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  fs::path p = fs::temp_directory_path() /
+               ("anelm-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+}  // namespace anelm::testing

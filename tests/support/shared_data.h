@@ -1,0 +1,30 @@
+// Locates ../shared (test data) and the built anelm binary; tests skip with a clear message when absent.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace anelm::testing {
+
+// The shared data folder: $ANELM_SHARED_DIR, else the first `shared/` found walking up from the
+// source tree (the checkout sits beside it). nullopt when none exists.
+std::optional<std::filesystem::path> shared_dir();
+
+// Path of a file under shared/models, or nullopt when shared/ or the file is absent.
+std::optional<std::filesystem::path> shared_model(const std::string& relative);
+
+// The anelm executable of this build tree.
+std::filesystem::path anelm_binary();
+
+// A fresh empty temporary directory for one test.
+std::filesystem::path make_temp_dir(const std::string& tag);
+
+}  // namespace anelm::testing
+
+// Skips the current test unless shared/models/<rel> exists; binds `var` to its path.
+#define ANELM_REQUIRE_SHARED_MODEL(var, rel)                                             \
+  auto var##_opt = ::anelm::testing::shared_model(rel);                                  \
+  if (!var##_opt) GTEST_SKIP() << "shared test data not found: ../shared/models/" << rel \
+                               << " (set ANELM_SHARED_DIR to the shared/ folder)";       \
+  const std::filesystem::path var = *var##_opt
