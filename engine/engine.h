@@ -26,6 +26,8 @@ struct EngineOptions {
   int ctx = 0;                            // KV cache length in tokens; 0: min(model max_ctx, 4096)
   std::optional<DType> weights;           // re-quantize weights at load (f16, q8_0, q4_0); nullopt: as stored
   std::string ane_cache_dir;              // compiled ANE program cache; empty: no disk cache
+  DType kv_type = DType::kF16;            // KV cache storage: kF16 (as llama.cpp) or kF32
+  int max_batch = 0;                      // prefill tokens per forward chunk; 0: 512 (llama.cpp n_ubatch)
 };
 
 enum class FinishReason {
@@ -47,7 +49,7 @@ using TokenCallback = std::function<bool(const TokenStep&)>;
 
 struct GenerateRequest {
   std::vector<int> prompt;                  // must be non-empty
-  int max_tokens = 16;
+  int max_tokens = 16;                      // > 0; 0: until the context is full (FinishReason::kContext)
   SamplingParams sampling;
   bool ignore_eos = false;
   std::vector<int> extra_stop_ids;          // stop tokens besides the model's EOG ids

@@ -22,6 +22,15 @@ enum class GgufType : uint32_t {
   kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
 };
 
+// ggml tensor type ids <-> DType. ggml_type_name gives "q4_K" etc. for every known id ("?" otherwise);
+// dtype_from_ggml is nullopt for ids anelm cannot compute with.
+const char* ggml_type_name(uint32_t ggml_type);
+std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
+uint32_t ggml_type_of(DType t);
+const char* gguf_type_name(GgufType t);
+// Bytes of `numel` elements of a known ggml type (-1 for unknown ids).
+int64_t ggml_type_nbytes(uint32_t ggml_type, int64_t numel);
+
 struct GgufTensorInfo {
   std::string name;
   uint32_t ggml_type = 0;          // raw ggml type id
@@ -53,6 +62,12 @@ class GgufFile {
   std::optional<double> find_float(std::string_view key) const;
   std::optional<bool> find_bool(std::string_view key) const;
   std::vector<std::string> keys() const;
+  // Array element type and length of an array-valued key (throws kNotFound / kFormat).
+  GgufType array_type_of(std::string_view key) const;
+  uint64_t array_size(std::string_view key) const;
+  // The value's bytes exactly as stored (u32 type id, then payload; arrays include their element
+  // type and count). Lets a writer copy keys (e.g. all tokenizer.*) verbatim. Valid while *this lives.
+  std::string_view raw_value(std::string_view key) const;
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
@@ -60,6 +75,7 @@ class GgufFile {
   TensorView tensor_view(const GgufTensorInfo& info) const;
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const;
+  uint64_t alignment() const { return alignment_; }
 
   struct Value;  // parsed metadata value (defined in gguf.cpp)
 

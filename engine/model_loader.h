@@ -25,7 +25,13 @@ struct LoadedModel {
 
 // Throws anelm::Error naming file, tensor, field and values on any problem. `requant` converts
 // matrices (not norms/biases) to that type at load (f16, q8_0, q4_0); nullopt keeps the stored types.
+// Matrices (tok_embd, lm_head, wq..w_down) are F32/F16/BF16/Q8_0/Q4_0; norms and biases are always
+// F32 (F16/BF16 ones are converted into owned buffers). Shape/dtype problems are all listed at once.
 std::unique_ptr<LoadedModel> load_model(const std::string& path,
                                         std::optional<DType> requant = std::nullopt);
+
+// GGUF when `path` is a file starting with the GGUF magic; HF for a directory (config.json +
+// safetensors) or a .safetensors file inside one. Throws kNotFound / kFormat otherwise.
+ModelFormat detect_model_format(const std::string& path);
 
 }  // namespace anelm::engine

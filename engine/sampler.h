@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace anelm::engine {
 
@@ -28,5 +30,36 @@ class Rng {
  private:
   uint64_t s_[4];
 };
+
+// Reusable buffers for sample(); sized on first use (to the vocab), so a decode loop that keeps one
+// SampleScratch allocates nothing per token.
+struct SampleScratch {
+  std::vector<float> logits;                // penalised / scaled copy of the logits
+  std::vector<std::pair<float, int>> cand;  // surviving candidates (logit or prob, id)
+  std::vector<int> window;                  // sorted copy of the penalty window
+};
+
+// Picks the next token id. Order: penalties over the last penalty_last_n history ids (repetition as
+// llama.cpp: logit > 0 ? logit / pen : logit * pen; then OpenAI presence/frequency: logit -= count *
+// frequency + (count > 0) * presence), then temperature (<= 0: argmax, ties to the lowest id), then
+// top-k, top-p (smallest prefix with cumulative p >= top_p), min-p (p >= min_p * p_max), then one
+// draw from the renormalised distribution. penalty_last_n: 0 disables penalties, < 0 means the whole
+// history. Pure: depends only on its arguments (and advances rng once when drawing).
+int sample(std::span<const float> logits, const SamplingParams& params, std::span<const int> history,
+           Rng& rng, SampleScratch& scratch);
+// Convenience overload with a thread-local scratch.
+int sample(std::span<const float> logits, const SamplingParams& params, std::span<const int> history,
+           Rng& rng);
+
+// Index of the largest logit (ties to the lowest id).
+int argmax(std::span<const float> logits);
+
+// log-softmax of logits[id] (numerically stable; O(vocab)).
+float token_logprob(std::span<const float> logits, int id);
+// The n highest-probability ids with their log-softmax values, best first (ties to lower id);
+// writes into `out` (cleared first; reserve n to avoid allocation). Returns the log-sum-exp.
+float top_logprobs(std::span<const float> logits, int n, std::vector<std::pair<int, float>>& out);
+// Same with the log-sum-exp already known (e.g. from a vectorised kernel).
+void top_logprobs(std::span<const float> logits, int n, float lse, std::vector<std::pair<int, float>>& out);
 
 }  // namespace anelm::engine

@@ -34,6 +34,21 @@ struct VocabData {
   bool add_space_prefix = true;           // SPM: prepend "▁" to the text (llama)
   std::vector<int> eog_ids;               // all end-of-generation ids (eos, eot, <|im_end|>, ...)
   std::string chat_template;              // Jinja source from the model, empty if none
+
+  // Additions (anelm tokenizer implementation).
+  bool ignore_merges = false;             // byte-level BPE: emit a word whole if it is a token (Llama-3)
+  bool normalize_nfc = false;             // apply NFC to text outside added tokens (Qwen2's normalizer)
+  std::string source;                     // file the data came from, for error messages
 };
+
+// Completes the derived fields the way llama.cpp's vocab loader does, after a loader filled the rest:
+//  - `types` sized to `tokens` (kNormal by default; SPM "<0xNN>" -> kByte when no types were given);
+//    each `added` entry that is still kNormal becomes kControl (special) or kUserDefined;
+//  - tokens named like end-of-turn markers (<|im_end|>, <|endoftext|>, <|eot_id|>, <|end|>, ...)
+//    become kControl, eot_id is filled from them when unset, and eog_ids = eos, eot and those
+//    tokens (llama.cpp's text-based EOG list), sorted and unique.
+// Throws std::invalid_argument (naming data.source) for ids out of range.
+void finalize_vocab(VocabData& data);
+
 
 }  // namespace anelm::tok

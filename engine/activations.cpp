@@ -1,0 +1,26 @@
+// Sizes every forward-pass buffer once (see activations.h for shapes).
+#include "engine/activations.h"
+
+#include <algorithm>
+
+namespace anelm::engine {
+
+Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n_threads)
+    : max_batch(max_batch_), ctx(ctx_) {
+  const auto B = static_cast<size_t>(max_batch);
+  x.assign(B * cfg.d_model, 0.0f);
+  xb.assign(B * cfg.d_model, 0.0f);
+  q.assign(B * cfg.q_dim(), 0.0f);
+  k.assign(B * cfg.kv_dim(), 0.0f);
+  v.assign(B * cfg.kv_dim(), 0.0f);
+  att.assign(B * cfg.q_dim(), 0.0f);
+  proj.assign(B * cfg.d_model, 0.0f);
+  gate.assign(B * cfg.d_ff, 0.0f);
+  up.assign(B * cfg.d_ff, 0.0f);
+  const int max_cols = std::max({cfg.d_model, cfg.q_dim(), cfg.d_ff});
+  xq.assign(B * static_cast<size_t>((max_cols + kernels::kQBlock - 1) / kernels::kQBlock), kernels::QBlock8{});
+  scores.assign(static_cast<size_t>(std::max(n_threads, 1)) * ctx, 0.0f);
+  logits.assign(static_cast<size_t>(cfg.vocab_size), 0.0f);
+}
+
+}  // namespace anelm::engine

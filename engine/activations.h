@@ -1,0 +1,31 @@
+// Every scratch buffer of a forward pass, sized once from the config, the max batch, ctx and threads.
+#pragma once
+
+#include <vector>
+
+#include "engine/kernels/quant.h"
+#include "engine/model_config.h"
+
+namespace anelm::engine {
+
+// B = max_batch tokens per forward chunk. Nothing here grows after construction.
+struct Activations {
+  Activations(const ModelConfig& cfg, int max_batch, int ctx, int n_threads);
+
+  int max_batch = 0;
+  int ctx = 0;
+  std::vector<float> x;      // [B][d_model] residual stream
+  std::vector<float> xb;     // [B][d_model] normalised input of a sub-block
+  std::vector<float> q;      // [B][q_dim]
+  std::vector<float> k;      // [B][kv_dim]
+  std::vector<float> v;      // [B][kv_dim]
+  std::vector<float> att;    // [B][q_dim] attention output (heads concatenated)
+  std::vector<float> proj;   // [B][d_model] output of wo / w_down before the residual add
+  std::vector<float> gate;   // [B][d_ff] gate projection, then silu(gate) * up
+  std::vector<float> up;     // [B][d_ff]
+  std::vector<kernels::QBlock8> xq;  // [B][max(d_model, q_dim, d_ff) / 32] Q8 activations
+  std::vector<float> scores;         // [threads][ctx] attention scores, one row per thread
+  std::vector<float> logits;         // [vocab] logits of the last token
+};
+
+}  // namespace anelm::engine

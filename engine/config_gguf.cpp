@@ -1,0 +1,87 @@
+// Maps GGUF metadata keys to ModelConfig fields for the llama and qwen2 architectures.
+#include "engine/config_gguf.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "engine/error.h"
+
+namespace anelm::engine {
+
+namespace {
+
+int to_int(const GgufFile& g, const std::string& key, int64_t v) {
+  if (v < INT32_MIN || v > INT32_MAX) {
+    throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': metadata key '" + key + "' = " +
+                                        std::to_string(v) + " is out of range");
+  }
+  return static_cast<int>(v);
+}
+
+int get_int32(const GgufFile& g, const std::string& key) { return to_int(g, key, g.get_int(key)); }
+
+int find_int32(const GgufFile& g, const std::string& key, int fallback) {
+  auto v = g.find_int(key);
+  return v ? to_int(g, key, *v) : fallback;
+}
+
+// Token ids in tokenizer.ggml.* are uint32 and use 0xFFFFFFFF (or -1) for "none".
+std::optional<int> find_token_id(const GgufFile& g, const std::string& key) {
+  auto v = g.find_int(key);
+  if (!v || *v < 0 || *v >= INT32_MAX) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GgufFile& g) {
+  ModelConfig c;
+  const std::string arch = g.get_string("general.architecture");
+  if (arch == "llama") {
+    c.arch = Arch::kLlama;
+    c.rope_layout = RopeLayout::kInterleaved;
+    c.qkv_bias = false;
+  } else if (arch == "qwen2") {
+    c.arch = Arch::kQwen2;
+    c.rope_layout = RopeLayout::kHalf;
+    c.qkv_bias = true;
+  } else {
+    throw Error(ErrorKind::kUnsupported, "GGUF '" + g.path() + "': architecture '" + arch +
+                                             "' is not supported (supported: llama, qwen2)");
+  }
+  c.name = g.find_string("general.name")
+               .value_or(std::filesystem::path(g.path()).stem().string());
+  const std::string p = arch + ".";
+  c.n_layers = get_int32(g, p + "block_count");
+  c.d_model = get_int32(g, p + "embedding_length");
+  c.d_ff = get_int32(g, p + "feed_forward_length");
+  c.n_heads = get_int32(g, p + "attention.head_count");
+  c.n_kv_heads = find_int32(g, p + "attention.head_count_kv", c.n_heads);
+  c.head_dim = find_int32(g, p + "attention.key_length", c.n_heads > 0 ? c.d_model / c.n_heads : 0);
+  c.rope_dim = find_int32(g, p + "rope.dimension_count", c.head_dim);
+  c.max_ctx = find_int32(g, p + "context_length", 2048);
+  c.rms_eps = static_cast<float>(g.get_float(p + "attention.layer_norm_rms_epsilon"));
+  c.rope_theta = static_cast<float>(g.find_float(p + "rope.freq_base").value_or(10000.0));
+
+  if (auto v = g.find_int(p + "vocab_size")) {
+    c.vocab_size = to_int(g, p + "vocab_size", *v);
+  } else if (const GgufTensorInfo* t = g.find_tensor("token_embd.weight"); t && t->ne.size() == 2) {
+    c.vocab_size = to_int(g, "token_embd.weight rows", t->ne[1]);
+  } else if (g.has("tokenizer.ggml.tokens")) {
+    c.vocab_size = to_int(g, "tokenizer.ggml.tokens", static_cast<int64_t>(g.array_size("tokenizer.ggml.tokens")));
+  }
+
+  c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
+  // The declared id, as HF config.json's bos_token_id; whether a prompt gets it is the tokenizer's
+  // business (tokenizer.ggml.add_bos_token).
+  if (auto bos = find_token_id(g, "tokenizer.ggml.bos_token_id")) c.bos_id = *bos;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    if (auto id = find_token_id(g, key)) {
+      if (std::find(c.eos_ids.begin(), c.eos_ids.end(), *id) == c.eos_ids.end()) c.eos_ids.push_back(*id);
+    }
+  }
+  return c;
+}
+
+}  // namespace anelm::engine

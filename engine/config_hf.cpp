@@ -1,0 +1,151 @@
+// Maps HF config.json / generation_config.json fields to ModelConfig (Qwen2 and Llama).
+#include "engine/config_hf.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+
+namespace anelm::engine {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kNotFound, "cannot read '" + p.string() + "'");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+json parse_json(const std::string& text, const std::string& source) {
+  try {
+    json j = json::parse(text);
+    if (!j.is_object()) throw Error(ErrorKind::kFormat, "'" + source + "': expected a JSON object");
+    return j;
+  } catch (const json::exception& e) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': invalid JSON: " + e.what());
+  }
+}
+
+int get_int(const json& j, const char* key, const std::string& source, std::optional<int> fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (fallback) return *fallback;
+    throw Error(ErrorKind::kNotFound, "'" + source + "': required field '" + key + "' is missing");
+  }
+  if (!it->is_number_integer()) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be an integer, got " + it->dump());
+  }
+  int64_t v = it->get<int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' = " + std::to_string(v) + " is out of range");
+  }
+  return static_cast<int>(v);
+}
+
+float get_float(const json& j, const char* key, const std::string& source, float fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number()) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be a number, got " + it->dump());
+  }
+  return it->get<float>();
+}
+
+// eos_token_id / bos_token_id may be an integer or a list of integers.
+std::vector<int> get_id_list(const json& j, const char* key, const std::string& source) {
+  std::vector<int> out;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return out;
+  auto add = [&](const json& v) {
+    if (!v.is_number_integer()) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be an integer or a list of integers, got " + it->dump());
+    }
+    int id = v.get<int>();
+    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+  };
+  if (it->is_array()) {
+    for (const json& v : *it) add(v);
+  } else {
+    add(*it);
+  }
+  return out;
+}
+
+}  // namespace
+
+ModelConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
+  json j = parse_json(json_text, source);
+  ModelConfig c;
+  std::string arch;
+  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() &&
+                                         (*it)[0].is_string()) {
+    arch = (*it)[0].get<std::string>();
+  } else if (auto mt = j.find("model_type"); mt != j.end() && mt->is_string()) {
+    arch = mt->get<std::string>();
+  }
+  if (arch == "Qwen2ForCausalLM" || arch == "qwen2") {
+    c.arch = Arch::kQwen2;
+    c.qkv_bias = true;
+  } else if (arch == "LlamaForCausalLM" || arch == "llama") {
+    c.arch = Arch::kLlama;
+    c.qkv_bias = j.value("attention_bias", false);
+  } else {
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': architecture '" + arch +
+                                             "' is not supported (supported: Qwen2ForCausalLM, LlamaForCausalLM)");
+  }
+  c.rope_layout = RopeLayout::kHalf;  // HF stores Q/K unpermuted: rotate-half pairs
+  c.d_model = get_int(j, "hidden_size", source, std::nullopt);
+  c.n_layers = get_int(j, "num_hidden_layers", source, std::nullopt);
+  c.n_heads = get_int(j, "num_attention_heads", source, std::nullopt);
+  c.n_kv_heads = get_int(j, "num_key_value_heads", source, c.n_heads);
+  c.d_ff = get_int(j, "intermediate_size", source, std::nullopt);
+  c.vocab_size = get_int(j, "vocab_size", source, std::nullopt);
+  c.head_dim = get_int(j, "head_dim", source, c.n_heads > 0 ? c.d_model / c.n_heads : 0);
+  c.rope_dim = c.head_dim;
+  c.max_ctx = get_int(j, "max_position_embeddings", source, 2048);
+  c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-6f);
+  c.rope_theta = get_float(j, "rope_theta", source, 10000.0f);
+  if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': rope_scaling " + it->dump() + " is not supported");
+  }
+  if (auto it = j.find("tie_word_embeddings"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': field 'tie_word_embeddings' must be a bool, got " + it->dump());
+    }
+    c.tie_embeddings = it->get<bool>();
+  }
+  std::vector<int> bos = get_id_list(j, "bos_token_id", source);
+  if (!bos.empty()) c.bos_id = bos[0];
+  c.eos_ids = get_id_list(j, "eos_token_id", source);
+  return c;
+}
+
+ModelConfig config_from_hf_dir(const std::string& dir) {
+  fs::path d(dir);
+  fs::path cfg = d / "config.json";
+  if (!fs::exists(cfg)) {
+    throw Error(ErrorKind::kNotFound, "'" + dir + "' has no config.json; not a HuggingFace model directory");
+  }
+  ModelConfig c = config_from_hf_json(read_text(cfg), cfg.string());
+  c.name = fs::path(dir).filename().string();
+  if (c.name.empty()) c.name = fs::path(dir).parent_path().filename().string();
+  fs::path gen = d / "generation_config.json";
+  if (fs::exists(gen)) {
+    json g = parse_json(read_text(gen), gen.string());
+    for (int id : get_id_list(g, "eos_token_id", gen.string())) {
+      if (std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end()) c.eos_ids.push_back(id);
+    }
+  }
+  return c;
+}
+
+}  // namespace anelm::engine

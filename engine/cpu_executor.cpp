@@ -1,0 +1,124 @@
+// CPU decoder layer: RMSNorm -> fused QKV (+bias) -> RoPE -> KV store -> causal GQA attention ->
+// output projection + residual -> RMSNorm -> fused gate/up -> SiLU*up -> down + residual.
+#include "engine/cpu_executor.h"
+
+#include <cmath>
+
+#include "engine/activations.h"
+#include "engine/kv_cache.h"
+
+namespace anelm::engine {
+
+namespace {
+
+// Row granularity of a thread's share (16 floats = one cache line of each output row block).
+constexpr int64_t kRowGrain = 16;
+
+void add_bias(const TensorView& b, float* y, int n, int dim, const kernels::KernelTable& k) {
+  if (b.empty()) return;
+  const auto* bias = static_cast<const float*>(b.data);
+  for (int t = 0; t < n; ++t) k.add(y + static_cast<int64_t>(t) * dim, bias, dim, y + static_cast<int64_t>(t) * dim);
+}
+
+}  // namespace
+
+void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const float* in, int n,
+                     int64_t cols, std::span<const LinearOut> outs, kernels::QBlock8* xq,
+                     int64_t inline_macs) {
+  int64_t total_rows = 0;
+  bool quantised = false;
+  for (const LinearOut& o : outs) {
+    total_rows += o.w->rows();
+    quantised = quantised || kernels::uses_q8_activations(o.w->dtype);
+  }
+  if (quantised) k.quantize_q8(in, static_cast<int64_t>(n) * cols, xq);
+  auto run = [&](int64_t begin, int64_t end, int) {
+    int64_t offset = 0;
+    for (const LinearOut& o : outs) {
+      const int64_t rows = o.w->rows();
+      const int64_t r0 = begin > offset ? begin - offset : 0;
+      const int64_t r1 = end - offset < rows ? end - offset : rows;
+      if (r0 < r1) {
+        k.matmul[kernels::dtype_index(o.w->dtype)](o.w->data, cols, in, xq, n, o.y, rows, r0, r1);
+      }
+      offset += rows;
+    }
+  };
+  if (total_rows * cols * n < inline_macs) {
+    run(0, total_rows, 0);
+  } else {
+    pool.parallel_for(total_rows, run, kRowGrain);
+  }
+}
+
+CpuExecutor::CpuExecutor(const ModelConfig& cfg, const ModelWeights& weights, ThreadPool& pool,
+                         const kernels::KernelTable& kernels, int64_t inline_macs)
+    : cfg_(cfg), w_(weights), pool_(pool), k_(kernels), inline_macs_(inline_macs) {}
+
+void CpuExecutor::run_layer(const LayerBatch& b) {
+  const LayerWeights& L = w_.layers[static_cast<size_t>(b.layer)];
+  Activations& a = *b.acts;
+  const int n = b.n, d = cfg_.d_model, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim(), d_ff = cfg_.d_ff;
+  const auto* attn_norm = static_cast<const float*>(L.attn_norm.data);
+  const auto* ffn_norm = static_cast<const float*>(L.ffn_norm.data);
+
+  // ---- attention block: x += wo . attention(rope(wq . norm(x)), rope(wk . norm(x)), wv . norm(x))
+  for (int t = 0; t < n; ++t) k_.rmsnorm(b.x + t * d, attn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
+  const LinearOut qkv[] = {{&L.wq, a.q.data()}, {&L.wk, a.k.data()}, {&L.wv, a.v.data()}};
+  parallel_linear(pool_, k_, a.xb.data(), n, d, qkv, a.xq.data(), inline_macs_);
+  add_bias(L.bq, a.q.data(), n, q_dim, k_);
+  add_bias(L.bk, a.k.data(), n, kv_dim, k_);
+  add_bias(L.bv, a.v.data(), n, kv_dim, k_);
+  attention(b);
+  const LinearOut o[] = {{&L.wo, a.proj.data()}};
+  parallel_linear(pool_, k_, a.att.data(), n, q_dim, o, a.xq.data(), inline_macs_);
+  k_.add(b.x, a.proj.data(), n * d, b.x);
+
+  // ---- feed-forward block: x += w_down . (silu(w_gate . norm(x)) * (w_up . norm(x)))
+  for (int t = 0; t < n; ++t) k_.rmsnorm(b.x + t * d, ffn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
+  const LinearOut gate_up[] = {{&L.w_gate, a.gate.data()}, {&L.w_up, a.up.data()}};
+  parallel_linear(pool_, k_, a.xb.data(), n, d, gate_up, a.xq.data(), inline_macs_);
+  k_.silu_mul(a.gate.data(), a.up.data(), n * d_ff, a.gate.data());
+  const LinearOut down[] = {{&L.w_down, a.proj.data()}};
+  parallel_linear(pool_, k_, a.gate.data(), n, d_ff, down, a.xq.data(), inline_macs_);
+  k_.add(b.x, a.proj.data(), n * d, b.x);
+}
+
+// RoPE on q/k, store k/v at [pos, pos + n), then every (token, head) attends over [0, pos + t].
+void CpuExecutor::attention(const LayerBatch& b) {
+  Activations& a = *b.acts;
+  KvCache& kv = *b.kv;
+  const int n = b.n, hd = cfg_.head_dim, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
+  const int n_heads = cfg_.n_heads, n_kv = cfg_.n_kv_heads, group = cfg_.group_size();
+  for (int t = 0; t < n; ++t) {
+    float* q = a.q.data() + static_cast<int64_t>(t) * q_dim;
+    float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
+    const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
+    k_.rope(q, n_heads, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout);
+    k_.rope(kr, n_kv, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout);
+    for (int h = 0; h < n_kv; ++h) {
+      const int64_t at = static_cast<int64_t>(b.pos + t) * kv.row_bytes();
+      k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);
+      k_.store_kv(vr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.v(b.layer, h)) + at);
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  auto run = [&](int64_t begin, int64_t end, int thread) {
+    float* scores = a.scores.data() + static_cast<int64_t>(thread) * a.ctx;
+    for (int64_t i = begin; i < end; ++i) {
+      // Head-major order: each thread's contiguous share holds every token (causal work balanced).
+      const int h = static_cast<int>(i / n), t = static_cast<int>(i % n);
+      const int64_t off = static_cast<int64_t>(t) * q_dim + static_cast<int64_t>(h) * hd;
+      k_.attend_head(a.q.data() + off, kv.k(b.layer, h / group), kv.v(b.layer, h / group), kv.dtype(),
+                     b.pos + t + 1, hd, scale, scores, a.att.data() + off);
+    }
+  };
+  const int64_t work = static_cast<int64_t>(n) * n_heads * (b.pos + n) * hd;
+  if (work < inline_macs_) {
+    run(0, static_cast<int64_t>(n) * n_heads, 0);
+  } else {
+    pool_.parallel_for(static_cast<int64_t>(n) * n_heads, run);
+  }
+}
+
+}  // namespace anelm::engine

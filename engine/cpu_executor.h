@@ -1,0 +1,49 @@
+// LayerExecutor over the CPU kernel table, plus the fused row-parallel linear used for the LM head.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "engine/kernels/kernels.h"
+#include "engine/layer_executor.h"
+#include "engine/model_config.h"
+#include "engine/thread_pool.h"
+#include "engine/weights.h"
+
+namespace anelm::engine {
+
+// One output of a fused linear: y [n][w->rows()] = in [n][cols] x w^T.
+struct LinearOut {
+  const TensorView* w;
+  float* y;
+};
+
+// Below this many multiply-adds a pool wake-up costs more than it saves: run on the caller.
+constexpr int64_t kDefaultInlineMacs = 128 * 1024;
+
+// Runs every LinearOut over the same input in one parallel_for across their concatenated rows (so
+// Q/K/V or gate/up wake the pool once). Quantises `in` into xq ([n][cols/32]) first when any weight
+// is block-quantised. Problems under inline_macs multiply-adds run inline on the caller.
+void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const float* in, int n,
+                     int64_t cols, std::span<const LinearOut> outs, kernels::QBlock8* xq,
+                     int64_t inline_macs = kDefaultInlineMacs);
+
+class CpuExecutor final : public LayerExecutor {
+ public:
+  // inline_macs: see parallel_linear (tests pass 0 to force every parallel path).
+  CpuExecutor(const ModelConfig& cfg, const ModelWeights& weights, ThreadPool& pool,
+              const kernels::KernelTable& kernels, int64_t inline_macs = kDefaultInlineMacs);
+  const char* name() const override { return "cpu"; }
+  void run_layer(const LayerBatch& batch) override;
+
+ private:
+  void attention(const LayerBatch& b);
+
+  const ModelConfig& cfg_;
+  const ModelWeights& w_;
+  ThreadPool& pool_;
+  const kernels::KernelTable& k_;
+  int64_t inline_macs_;
+};
+
+}  // namespace anelm::engine

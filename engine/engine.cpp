@@ -1,0 +1,128 @@
+// Engine facade: Engine::load wires loader -> thread pool -> transformer -> generator for the CPU backend.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "engine/ane_executor.h"
+#include "engine/error.h"
+#include "engine/generator.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model_loader.h"
+#include "engine/thread_pool.h"
+#include "engine/transformer.h"
+
+namespace anelm::engine {
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::kCpu: return "cpu";
+    case Backend::kAne: return "ane";
+  }
+  return "unknown";
+}
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kContext: return "context";
+    case FinishReason::kAborted: return "aborted";
+    case FinishReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr int kDefaultCtx = 4096;
+constexpr int kDefaultMaxBatch = 512;
+
+int resolve_ctx(const EngineOptions& opts, const ModelConfig& cfg) {
+  if (opts.ctx < 0) throw Error(ErrorKind::kInvalidArgument, "ctx must be >= 0, got " + std::to_string(opts.ctx));
+  if (opts.ctx > 0) return opts.ctx;
+  return cfg.max_ctx > 0 ? std::min(cfg.max_ctx, kDefaultCtx) : kDefaultCtx;
+}
+
+int resolve_threads(const EngineOptions& opts) {
+  if (opts.threads < 0) {
+    throw Error(ErrorKind::kInvalidArgument, "threads must be >= 0, got " + std::to_string(opts.threads));
+  }
+  if (opts.threads > 0) return opts.threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// --backend ane: compiled-program cache from the options; q8_0/q4_0 re-quantisation asks for int8
+// ANE weights (per output channel), anything else bakes fp16.
+AneBackendOptions ane_options(const EngineOptions& opts) {
+  AneBackendOptions o;
+  o.cache_dir = opts.ane_cache_dir;
+  o.int8_weights = opts.weights && (*opts.weights == DType::kQ8_0 || *opts.weights == DType::kQ4_0);
+  return o;
+}
+
+// The CPU engine: owns the loaded model, the compute pool, the transformer and one sequence.
+class CpuEngine final : public Engine {
+ public:
+  CpuEngine(const EngineOptions& opts, std::unique_ptr<LoadedModel> model)
+      : model_(std::move(model)),
+        ctx_(resolve_ctx(opts, model_->config)),
+        pool_(resolve_threads(opts)),
+        tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
+        gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
+             opts.kv_type, pool_.size()) {
+    if (opts.backend == Backend::kAne) {
+      ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));
+    }
+  }
+
+  const ModelConfig& config() const override { return model_->config; }
+  int ctx() const override { return ctx_; }
+
+  BackendStats stats() const override {
+    BackendStats s;
+    s.backend = backend_name(Backend::kCpu);
+    s.isa = kernels::isa_name(tf_.kernels().isa);
+    s.weight_bytes = model_->weight_bytes;
+    s.kv_bytes = gen_.kv_bytes();
+    if (ane_) {
+      const AneBackendStats& a = ane_->stats();
+      s.backend = a.backend;
+      s.ane_programs = a.programs;
+      s.ane_cache_hits = a.cache_hits;
+      s.ane_compile_ms = a.build_ms + a.compile_ms;
+    }
+    return s;
+  }
+
+  GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) override {
+    return gen_.generate(req, on_token);
+  }
+
+  std::span<const float> forward(std::span<const int> tokens, int start_pos, bool all_logits) override {
+    return gen_.forward(tokens, start_pos, all_logits);
+  }
+
+ private:
+  std::unique_ptr<LoadedModel> model_;
+  int ctx_;
+  ThreadPool pool_;
+  Transformer tf_;
+  Generator gen_;
+  std::unique_ptr<AneBackend> ane_;  // --backend ane: programs + executors installed on tf_
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::load(const EngineOptions& opts, const LoadProgress& progress) {
+  if (opts.kv_type != DType::kF16 && opts.kv_type != DType::kF32) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("kv_type must be f16 or f32, got ") + dtype_name(opts.kv_type));
+  }
+  if (progress) progress("load", 0, 1);
+  auto model = load_model(opts.model_path, opts.weights);
+  if (progress) progress("load", 1, 1);
+  return std::make_unique<CpuEngine>(opts, std::move(model));
+}
+
+}  // namespace anelm::engine

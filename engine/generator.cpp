@@ -1,0 +1,167 @@
+// Prefill with KV prefix reuse, then sample -> stop checks -> callback -> decode one token, until a stop.
+#include "engine/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "engine/error.h"
+
+namespace anelm::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+[[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorKind::kInvalidArgument, msg); }
+
+}  // namespace
+
+Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads)
+    : tf_(tf), cfg_(tf.config()), kv_(tf.config(), ctx, kv_type),
+      acts_(tf.config(), max_batch, ctx, n_threads) {
+  cached_.reserve(static_cast<size_t>(ctx));
+  history_.reserve(static_cast<size_t>(ctx));
+  step_.top.reserve(64);
+  scratch_.logits.reserve(static_cast<size_t>(cfg_.vocab_size));
+  scratch_.cand.reserve(static_cast<size_t>(cfg_.vocab_size));
+  scratch_.window.reserve(static_cast<size_t>(ctx));
+}
+
+void Generator::validate(const GenerateRequest& req) const {
+  const auto n_prompt = static_cast<int64_t>(req.prompt.size());
+  if (n_prompt == 0) invalid("prompt is empty: at least one token id is required");
+  for (size_t i = 0; i < req.prompt.size(); ++i) {
+    if (req.prompt[i] < 0 || req.prompt[i] >= cfg_.vocab_size) {
+      invalid("prompt token id " + std::to_string(req.prompt[i]) + " at index " + std::to_string(i) +
+              " is out of range [0, " + std::to_string(cfg_.vocab_size) + ")");
+    }
+  }
+  if (req.max_tokens < 0) invalid("max_tokens must be >= 0, got " + std::to_string(req.max_tokens));
+  if (n_prompt + req.max_tokens > ctx()) {
+    invalid("prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" + std::to_string(req.max_tokens) +
+            ") = " + std::to_string(n_prompt + req.max_tokens) + " exceeds the context of " + std::to_string(ctx()) +
+            " tokens");
+  }
+  const SamplingParams& s = req.sampling;
+  if (s.top_k < 0) invalid("top_k must be >= 0, got " + std::to_string(s.top_k));
+  if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) invalid("top_p must be in (0, 1], got " + std::to_string(s.top_p));
+  if (!(s.min_p >= 0.0f && s.min_p <= 1.0f)) invalid("min_p must be in [0, 1], got " + std::to_string(s.min_p));
+  if (!(s.repetition_penalty > 0.0f)) {
+    invalid("repetition_penalty must be > 0, got " + std::to_string(s.repetition_penalty));
+  }
+  if (req.top_logprobs < 0 || req.top_logprobs > 64) {
+    invalid("top_logprobs must be in [0, 64], got " + std::to_string(req.top_logprobs));
+  }
+}
+
+bool Generator::is_stop(int id, const GenerateRequest& req) const {
+  if (!req.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), id) != cfg_.eos_ids.end()) return true;
+  return std::find(req.extra_stop_ids.begin(), req.extra_stop_ids.end(), id) != req.extra_stop_ids.end();
+}
+
+GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallback& on_token) {
+  validate(req);
+  GenerateResult res;
+  res.prompt_tokens = static_cast<int>(req.prompt.size());
+  res.ids.reserve(static_cast<size_t>(req.max_tokens > 0 ? req.max_tokens : ctx()));
+  auto cancelled = [&] { return req.cancel && req.cancel->load(std::memory_order_relaxed); };
+
+  // Prefix reuse: keep the longest common prefix, but always recompute the last prompt token (its
+  // logits are needed to sample).
+  const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), req.prompt.begin(), req.prompt.end());
+  const int common = static_cast<int>(mismatch.first - cached_.begin());
+  const int reuse = std::min(common, res.prompt_tokens - 1);
+  cached_.resize(static_cast<size_t>(reuse));
+  res.cached_tokens = reuse;
+
+  // ---- prefill
+  const auto t_prefill = Clock::now();
+  const std::span<const int> todo(req.prompt.data() + reuse, req.prompt.size() - static_cast<size_t>(reuse));
+  const int done = tf_.forward(todo, reuse, kv_, acts_, nullptr, req.cancel);
+  cached_.insert(cached_.end(), todo.begin(), todo.begin() + done);
+  res.prefill_ms = ms_since(t_prefill);
+  res.prefill_tok_s = res.prefill_ms > 0 ? static_cast<double>(todo.size()) / (res.prefill_ms / 1e3) : 0.0;
+  if (done < static_cast<int>(todo.size())) {
+    res.finish = FinishReason::kCancelled;
+    return res;
+  }
+
+  // ---- decode: sample from acts_.logits, stop checks, callback, forward the token
+  history_.assign(req.prompt.begin(), req.prompt.end());
+  Rng rng(req.sampling.seed);
+  const auto t_decode = Clock::now();
+  for (;;) {
+    if (cancelled()) {
+      res.finish = FinishReason::kCancelled;
+      break;
+    }
+    const std::span<const float> logits(acts_.logits);
+    const int id = sample(logits, req.sampling, history_, rng, scratch_);
+    if (is_stop(id, req)) {
+      res.finish = FinishReason::kStop;
+      break;
+    }
+    step_.id = id;
+    const float lse = tf_.kernels().log_sum_exp(logits.data(), static_cast<int>(logits.size()));
+    step_.logprob = logits[static_cast<size_t>(id)] - lse;
+    top_logprobs(logits, req.top_logprobs, lse, step_.top);
+    res.ids.push_back(id);
+    history_.push_back(id);
+    if (on_token && !on_token(step_)) {
+      res.finish = FinishReason::kAborted;
+      break;
+    }
+    if (req.max_tokens > 0 && static_cast<int>(res.ids.size()) == req.max_tokens) {
+      res.finish = FinishReason::kLength;
+      break;
+    }
+    const int pos = static_cast<int>(cached_.size());
+    if (pos >= ctx()) {
+      res.finish = FinishReason::kContext;
+      break;
+    }
+    if (tf_.forward(std::span<const int>(&id, 1), pos, kv_, acts_, nullptr, req.cancel) == 0) {
+      res.finish = FinishReason::kCancelled;
+      break;
+    }
+    cached_.push_back(id);
+  }
+  res.decode_ms = ms_since(t_decode);
+  res.decode_tok_s = res.decode_ms > 0 ? static_cast<double>(res.ids.size()) / (res.decode_ms / 1e3) : 0.0;
+  return res;
+}
+
+std::span<const float> Generator::forward(std::span<const int> tokens, int start_pos, bool all_logits) {
+  if (tokens.empty()) invalid("forward: no tokens");
+  if (start_pos < 0 || start_pos > static_cast<int>(cached_.size())) {
+    invalid("forward: start_pos " + std::to_string(start_pos) + " must be in [0, " +
+            std::to_string(cached_.size()) + "] (the cache holds " + std::to_string(cached_.size()) + " tokens)");
+  }
+  if (start_pos + static_cast<int64_t>(tokens.size()) > ctx()) {
+    invalid("forward: start_pos " + std::to_string(start_pos) + " + " + std::to_string(tokens.size()) +
+            " tokens exceeds the context of " + std::to_string(ctx()));
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size) {
+      invalid("forward: token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+              " is out of range [0, " + std::to_string(cfg_.vocab_size) + ")");
+    }
+  }
+  cached_.resize(static_cast<size_t>(start_pos));
+  float* out = nullptr;
+  if (all_logits) {
+    all_logits_.resize(tokens.size() * static_cast<size_t>(cfg_.vocab_size));
+    out = all_logits_.data();
+  }
+  tf_.forward(tokens, start_pos, kv_, acts_, out);
+  cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+  if (all_logits) return all_logits_;
+  return acts_.logits;
+}
+
+}  // namespace anelm::engine

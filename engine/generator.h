@@ -1,0 +1,49 @@
+// One sequence's generation state over a Transformer: KV cache with prefix reuse, activations,
+// the prefill + sample/decode loop, stop rules, cancellation and timings.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "engine/activations.h"
+#include "engine/engine.h"
+#include "engine/kv_cache.h"
+#include "engine/sampler.h"
+#include "engine/transformer.h"
+
+namespace anelm::engine {
+
+// Not thread-safe: one driver thread. Allocates everything at construction; generate() allocates
+// only the result's id vector (reserved once per request), never per token.
+class Generator {
+ public:
+  Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads);
+
+  int ctx() const { return kv_.ctx(); }
+  int64_t kv_bytes() const { return kv_.bytes(); }
+  // Ids whose K/V are in the cache, positions [0, size).
+  std::span<const int> cached_tokens() const { return cached_; }
+
+  // See Engine::generate. Throws Error(kInvalidArgument) naming the offending values.
+  GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token);
+
+  // See Engine::forward. Throws Error(kInvalidArgument) when start_pos > cached tokens, an id is out
+  // of range, or the tokens do not fit the context.
+  std::span<const float> forward(std::span<const int> tokens, int start_pos, bool all_logits);
+
+ private:
+  void validate(const GenerateRequest& req) const;
+  bool is_stop(int id, const GenerateRequest& req) const;
+
+  Transformer& tf_;
+  const ModelConfig& cfg_;
+  KvCache kv_;
+  Activations acts_;
+  std::vector<int> cached_;      // [ctx] reserved
+  std::vector<int> history_;     // prompt + generated ids (penalty window), [ctx] reserved
+  std::vector<float> all_logits_;  // forward(all_logits) only (test path)
+  SampleScratch scratch_;
+  TokenStep step_;
+};
+
+}  // namespace anelm::engine

@@ -1,0 +1,62 @@
+// Public kernel API: the KernelTable of function pointers, one per ISA, chosen once at start-up.
+// Kernels are free functions over raw pointers and sizes: no allocation, exceptions or logging.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/kernels/isa.h"
+#include "engine/kernels/quant.h"
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+
+namespace anelm::engine::kernels {
+
+constexpr int kNumDTypes = 5;  // DType::kF32 .. DType::kQ4_0
+inline int dtype_index(DType t) { return static_cast<int>(t); }
+
+// Y[i][r] = sum_c W[r][c] * X[i][c] for rows r in [r0, r1) and tokens i in [0, n).
+// W [rows][cols] row-major of the table slot's type; X [n][cols] f32 (float weights) or xq
+// [n][cols/32] QBlock8 (quantised weights: see uses_q8_activations); Y row stride ldy floats.
+// Threads call it on disjoint row ranges of the same Y.
+using MatmulFn = void (*)(const void* w, int64_t cols, const float* x, const QBlock8* xq, int n,
+                          float* __restrict y, int64_t ldy, int64_t r0, int64_t r1);
+
+// Attention of one query head over n_pos cached positions: k, v [n_pos][head_dim] of type kv
+// (F32 or F16); scores [n_pos] scratch; out [head_dim] = softmax(scale * q.k) . v.
+using AttendFn = void (*)(const float* q, const void* k, const void* v, DType kv, int n_pos,
+                          int head_dim, float scale, float* __restrict scores,
+                          float* __restrict out);
+
+struct KernelTable {
+  Isa isa = Isa::kScalar;
+  MatmulFn matmul[kNumDTypes] = {};  // indexed by dtype_index(weight type)
+  // X [n] f32 -> n/32 QBlock8 (n % 32 == 0); bit-identical to ref::quantize_q8.
+  void (*quantize_q8)(const float* x, int64_t n, QBlock8* __restrict out) = nullptr;
+  // out[cols] = W[row][:] as f32 (embedding lookup).
+  void (*dequantize_row)(const void* w, DType t, int64_t row, int64_t cols,
+                         float* __restrict out) = nullptr;
+  void (*rmsnorm)(const float* x, const float* w, float eps, int n, float* out) = nullptr;
+  void (*rope)(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta,
+               RopeLayout layout) = nullptr;
+  void (*softmax)(float* x, int n) = nullptr;
+  // max(x) + log(sum(exp(x - max(x)))) over x[0..n): the log-softmax normaliser of a logit row.
+  float (*log_sum_exp)(const float* x, int n) = nullptr;
+  void (*silu_mul)(const float* gate, const float* up, int n, float* out) = nullptr;
+  void (*add)(const float* a, const float* b, int n, float* out) = nullptr;  // out may alias a
+  AttendFn attend_head = nullptr;
+  // KV cache stores: dst[n] = src[n] converted (F16 round to nearest even) or copied (F32).
+  void (*store_kv)(const float* src, DType kv, int n, void* __restrict dst) = nullptr;
+};
+
+// The table for `isa`, or nullptr when that path is not compiled in or not supported here.
+const KernelTable* kernel_table(Isa isa);
+// The table of selected_isa(), fixed for the life of the process.
+const KernelTable& active_kernels();
+
+// Per-ISA table builders (defined in kernels_<isa>.cpp; absent ones are not compiled).
+const KernelTable& scalar_kernel_table();
+const KernelTable& avx2_kernel_table();
+const KernelTable& avx512_kernel_table();
+const KernelTable& neon_kernel_table();
+
+}  // namespace anelm::engine::kernels

@@ -1,0 +1,351 @@
+// AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0/Q4_0 matmuls as
+// integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick), F16 KV attention.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "engine/kernels/fp16.h"
+#include "engine/kernels/kernels.h"
+#include "engine/kernels/quant.h"
+
+namespace anelm::engine::kernels {
+namespace avx2_impl {
+namespace {
+#include "engine/kernels/kernels_generic-inl.h"
+
+constexpr int kTokenBlock = 8;  // tokens whose activations stay in L1 while a row range streams past
+constexpr int kTile = 4;         // tokens sharing one load of each weight vector
+
+inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// ---- float weights --------------------------------------------------------------------------------
+
+struct WF32 {
+  static constexpr DType kType = DType::kF32;
+  static __m256 load(const void* row, int64_t c) { return _mm256_loadu_ps(static_cast<const float*>(row) + c); }
+  static float scalar(const void* row, int64_t c) { return static_cast<const float*>(row)[c]; }
+};
+struct WF16 {
+  static constexpr DType kType = DType::kF16;
+  static __m256 load(const void* row, int64_t c) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + c)));
+  }
+  static float scalar(const void* row, int64_t c) { return half_to_float(static_cast<const uint16_t*>(row)[c]); }
+};
+struct WBF16 {
+  static constexpr DType kType = DType::kBF16;
+  static __m256 load(const void* row, int64_t c) {
+    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + c)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  }
+  static float scalar(const void* row, int64_t c) { return bf16_to_float(static_cast<const uint16_t*>(row)[c]); }
+};
+
+// out[t] = W_row . x[t] for t < T. Accumulators are named variables (GCC spills arrays of vectors).
+template <class W, int T>
+inline void float_tile(const void* row, int64_t cols, const float* x, float* out) {
+  static_assert(T >= 1 && T <= 4);
+  const __m256 z = _mm256_setzero_ps();
+  __m256 a0 = z, a1 = z, a2 = z, a3 = z, b0 = z, b1 = z, b2 = z, b3 = z;
+  const float* x0 = x;
+  const float* x1 = x + (T > 1 ? cols : 0);
+  const float* x2 = x + (T > 2 ? 2 * cols : 0);
+  const float* x3 = x + (T > 3 ? 3 * cols : 0);
+  int64_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    const __m256 w0 = W::load(row, c);
+    const __m256 w1 = W::load(row, c + 8);
+    a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + c), a0);
+    b0 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x0 + c + 8), b0);
+    if constexpr (T > 1) {
+      a1 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + c), a1);
+      b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + c + 8), b1);
+    }
+    if constexpr (T > 2) {
+      a2 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x2 + c), a2);
+      b2 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x2 + c + 8), b2);
+    }
+    if constexpr (T > 3) {
+      a3 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x3 + c), a3);
+      b3 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x3 + c + 8), b3);
+    }
+  }
+  for (; c + 8 <= cols; c += 8) {
+    const __m256 w = W::load(row, c);
+    a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + c), a0);
+    if constexpr (T > 1) a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x1 + c), a1);
+    if constexpr (T > 2) a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x2 + c), a2);
+    if constexpr (T > 3) a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x3 + c), a3);
+  }
+  out[0] = hsum256(_mm256_add_ps(a0, b0));
+  if constexpr (T > 1) out[1] = hsum256(_mm256_add_ps(a1, b1));
+  if constexpr (T > 2) out[2] = hsum256(_mm256_add_ps(a2, b2));
+  if constexpr (T > 3) out[3] = hsum256(_mm256_add_ps(a3, b3));
+  for (; c < cols; ++c) {
+    const float w = W::scalar(row, c);
+    for (int t = 0; t < T; ++t) out[t] += w * x[t * cols + c];
+  }
+}
+
+// ---- quantised weights ----------------------------------------------------------------------------
+
+// Q8_0: |w| (u8) times sign(x, w) (s8) via maddubs: pairs stay within int16 for |x| <= 127.
+template <int T>
+inline void q8_0_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
+  const int64_t nb = cols / kQBlock;
+  const auto* w = static_cast<const BlockQ8_0*>(row);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc0[T], acc1[T];  // two sets (even/odd blocks) hide FMA latency; static indices keep them in registers
+  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
+  auto block = [&](int64_t b, __m256* acc) __attribute__((always_inline)) {
+    const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const __m256i aw = _mm256_sign_epi8(wq, wq);
+    const float dw = _cvtsh_ss(w[b].d);
+    for (int t = 0; t < T; ++t) {
+      const QBlock8& xb = x[t * nb + b];
+      const __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs)), wq);
+      const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), ones);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * xb.d), acc[t]);
+    }
+  };
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    block(b, acc0);
+    block(b + 1, acc1);
+  }
+  if (b < nb) block(b, acc0);
+  for (int t = 0; t < T; ++t) out[t] = hsum256(_mm256_add_ps(acc0[t], acc1[t]));
+}
+
+// Q4_0: nibbles (u8 0..15) times x (s8), minus 8 * sum(x) added exactly in int32 lane 0.
+template <int T>
+inline void q4_0_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
+  const int64_t nb = cols / kQBlock;
+  const auto* w = static_cast<const BlockQ4_0*>(row);
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc0[T], acc1[T];  // two sets (even/odd blocks) hide FMA latency; static indices keep them in registers
+  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
+  auto block = [&](int64_t b, __m256* acc) __attribute__((always_inline)) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
+    const __m256i wq = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
+    const float dw = _cvtsh_ss(w[b].d);
+    for (int t = 0; t < T; ++t) {
+      const QBlock8& xb = x[t * nb + b];
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+      __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xq), ones);
+      dot = _mm256_add_epi32(dot, _mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * xb.sum)));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * xb.d), acc[t]);
+    }
+  };
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    block(b, acc0);
+    block(b + 1, acc1);
+  }
+  if (b < nb) block(b, acc0);
+  for (int t = 0; t < T; ++t) out[t] = hsum256(_mm256_add_ps(acc0[t], acc1[t]));
+}
+
+template <class W>
+struct FloatKernel {
+  using X = float;
+  static constexpr DType kType = W::kType;
+  static int64_t x_stride(int64_t cols) { return cols; }
+  template <int T>
+  static void tile(const void* row, int64_t cols, const float* x, float* out) { float_tile<W, T>(row, cols, x, out); }
+};
+struct Q8_0Kernel {
+  using X = QBlock8;
+  static constexpr DType kType = DType::kQ8_0;
+  static int64_t x_stride(int64_t cols) { return cols / kQBlock; }
+  template <int T>
+  static void tile(const void* row, int64_t cols, const QBlock8* x, float* out) { q8_0_tile<T>(row, cols, x, out); }
+};
+struct Q4_0Kernel {
+  using X = QBlock8;
+  static constexpr DType kType = DType::kQ4_0;
+  static int64_t x_stride(int64_t cols) { return cols / kQBlock; }
+  template <int T>
+  static void tile(const void* row, int64_t cols, const QBlock8* x, float* out) { q4_0_tile<T>(row, cols, x, out); }
+};
+
+template <class K>
+void matmul_impl(const void* w, int64_t cols, const float* xf, const QBlock8* xq, int n,
+                 float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
+  const typename K::X* x;
+  if constexpr (std::is_same_v<typename K::X, float>) {
+    x = xf;
+    (void)xq;
+  } else {
+    x = xq;
+    (void)xf;
+  }
+  const int64_t xs = K::x_stride(cols);
+  const int64_t rb = weight_row_bytes(K::kType, cols);
+  float out[kTile];
+  for (int i0 = 0; i0 < n; i0 += kTokenBlock) {
+    const int i1 = n < i0 + kTokenBlock ? n : i0 + kTokenBlock;
+    for (int64_t r = r0; r < r1; ++r) {
+      const void* row = static_cast<const uint8_t*>(w) + r * rb;
+      int i = i0;
+      for (; i + kTile <= i1; i += kTile) {
+        K::template tile<kTile>(row, cols, x + i * xs, out);
+        for (int t = 0; t < kTile; ++t) y[(i + t) * ldy + r] = out[t];
+      }
+      switch (i1 - i) {
+        case 3: K::template tile<3>(row, cols, x + i * xs, out); break;
+        case 2: K::template tile<2>(row, cols, x + i * xs, out); break;
+        case 1: K::template tile<1>(row, cols, x + i * xs, out); break;
+        default: break;
+      }
+      for (int t = 0; t < i1 - i; ++t) y[(i + t) * ldy + r] = out[t];
+    }
+  }
+}
+
+// ---- exp-based elementwise kernels (8 lanes, scalar tails) ----------------------------------------
+
+// e^x for x in [-87.3, 88.3] (clamped): x = n ln2 + r, degree-6 Taylor for e^r, 2^n via the exponent.
+inline __m256 exp256(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504089f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  // 2^n for n in [-126, 127]: build the float's exponent bits directly.
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+inline float max_of(const float* x, int n) {
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  float mx = _mm_cvtss_f32(h);
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+
+void softmax(float* x, int n) {
+  const float mx = max_of(x, n);
+  __m256 sum = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(mx)));
+    sum = _mm256_add_ps(sum, e);
+    _mm256_storeu_ps(x + i, e);
+  }
+  float s = hsum256(sum);
+  for (; i < n; ++i) s += x[i] = std::exp(x[i] - mx);
+  const float inv = 1.0f / s;
+  for (i = 0; i < n; ++i) x[i] *= inv;
+}
+
+float log_sum_exp(const float* x, int n) {
+  const float mx = max_of(x, n);
+  __m256 sum = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) sum = _mm256_add_ps(sum, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(mx))));
+  float s = hsum256(sum);
+  for (; i < n; ++i) s += std::exp(x[i] - mx);
+  return mx + std::log(s);
+}
+
+void silu_mul(const float* gate, const float* up, int n, float* out) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 s = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+// ---- attention (head_dim % 8 == 0; otherwise the generic version) -------------------------------
+
+inline __m256 load_kv(const void* base, DType kv, int64_t i) {
+  if (kv == DType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i)));
+  }
+  return _mm256_loadu_ps(static_cast<const float*>(base) + i);
+}
+
+void attend_head(const float* q, const void* k, const void* v, DType kv, int n_pos, int head_dim,
+                 float scale, float* __restrict scores, float* __restrict out) {
+  if (head_dim % 8 != 0) {
+    g_attend_head(q, k, v, kv, n_pos, head_dim, scale, scores, out);
+    return;
+  }
+  for (int p = 0; p < n_pos; ++p) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int d = 0; d < head_dim; d += 8) {
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load_kv(k, kv, int64_t{p} * head_dim + d), acc);
+    }
+    scores[p] = hsum256(acc) * scale;
+  }
+  softmax(scores, n_pos);
+  for (int d = 0; d < head_dim; d += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int p = 0; p < n_pos; ++p) {
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[p]), load_kv(v, kv, int64_t{p} * head_dim + d), acc);
+    }
+    _mm256_storeu_ps(out + d, acc);
+  }
+}
+
+void store_kv(const float* src, DType kv, int n, void* __restrict dst) {
+  if (kv != DType::kF16) {
+    std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(n));
+    return;
+  }
+  auto* d = static_cast<uint16_t*>(dst);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), h);
+  }
+  for (; i < n; ++i) d[i] = float_to_half(src[i]);
+}
+
+}  // namespace
+}  // namespace avx2_impl
+
+const KernelTable& avx2_kernel_table() {
+  using namespace avx2_impl;
+  static const KernelTable table = [] {
+    KernelTable t = g_table(Isa::kAvx2);
+    t.matmul[dtype_index(DType::kF32)] = matmul_impl<FloatKernel<WF32>>;
+    t.matmul[dtype_index(DType::kF16)] = matmul_impl<FloatKernel<WF16>>;
+    t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
+    t.matmul[dtype_index(DType::kQ8_0)] = matmul_impl<Q8_0Kernel>;
+    t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
+    t.softmax = softmax;
+    t.log_sum_exp = log_sum_exp;
+    t.silu_mul = silu_mul;
+    t.attend_head = attend_head;
+    t.store_kv = store_kv;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace anelm::engine::kernels

@@ -1,0 +1,60 @@
+// Deliberately naive scalar kernels: the oracle every fast kernel, the transformer and the ANE path are
+// checked against. Never optimise this file; clarity over speed (double accumulators where it helps).
+#pragma once
+
+#include <cstdint>
+
+#include "engine/kernels/quant.h"
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+
+namespace anelm::engine::kernels::ref {
+
+// One weight element W[r][c] of a row-major [rows][cols] tensor of type t, as f32.
+float weight_at(const void* w, DType t, int64_t cols, int64_t r, int64_t c);
+
+// Embedding lookup: out[cols] = W[row][:] dequantised.
+void dequantize_row(const void* w, DType t, int64_t row, int64_t cols, float* __restrict out);
+
+// y[i][r] = sum_c W[r][c] * x[i][c]; W [rows][cols] of type t, x [n][cols], y [n][rows].
+void matmul(const void* w, DType t, int64_t rows, int64_t cols, const float* x, int n,
+            float* __restrict y);
+
+// Q8 activation quantisation (cols % 32 == 0): q = round-half-even(x * 127 / amax), d = f16(amax / 127).
+void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out);
+void dequantize_q8(const QBlock8* q, int64_t n, float* __restrict out);
+// Quantise f32 weights to GGUF Q8_0 / Q4_0 rows (for tests; loaders own the real quantiser).
+void quantize_q8_0(const float* x, int64_t n, BlockQ8_0* __restrict out);
+void quantize_q4_0(const float* x, int64_t n, BlockQ4_0* __restrict out);
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
+void rmsnorm(const float* x, const float* w, float eps, int n, float* out);
+
+// Rotates the first rope_dim dims of each of n_heads heads ([n_heads][head_dim], in place) for
+// position pos: pair i uses angle pos * theta^(-2i/rope_dim). Pairs per RopeLayout.
+void rope(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta, RopeLayout layout);
+
+// In-place softmax over x[0..n).
+void softmax(float* x, int n);
+
+// max(x) + log(sum(exp(x - max(x)))), accumulated in double.
+float log_sum_exp(const float* x, int n);
+
+// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
+void silu_mul(const float* gate, const float* up, int n, float* out);
+
+// out[i] = a[i] + b[i]; out may alias a.
+void add(const float* a, const float* b, int n, float* out);
+
+// Causal attention of one query over cached positions [0, n_pos) with grouped-query heads.
+// q [n_heads][head_dim]; k, v [n_pos][n_kv_heads][head_dim] f32; out [n_heads][head_dim];
+// query head h reads kv head h / (n_heads / n_kv_heads); scores scaled by 1/sqrt(head_dim).
+void attention(const float* q, const float* k, const float* v, int n_pos, int n_heads,
+               int n_kv_heads, int head_dim, float* __restrict out);
+
+// One head, same contract as KernelTable::attend_head: k, v [n_pos][head_dim] of type kv (F32/F16);
+// scores [n_pos] scratch; out [head_dim] = softmax(q.k * scale) . v.
+void attend_head(const float* q, const void* k, const void* v, DType kv, int n_pos, int head_dim,
+                 float scale, float* __restrict scores, float* __restrict out);
+
+}  // namespace anelm::engine::kernels::ref

@@ -1,0 +1,75 @@
+// ModelConfig validation (lists every problem at once) and architecture names.
+#include "engine/model_config.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "engine/error.h"
+
+namespace anelm::engine {
+
+const char* arch_name(Arch a) {
+  switch (a) {
+    case Arch::kLlama: return "llama";
+    case Arch::kQwen2: return "qwen2";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Collects "field = value (why)" lines so one error can name every inconsistency.
+struct Problems {
+  std::vector<std::string> items;
+  template <typename T>
+  void add(const char* field, T value, const std::string& why) {
+    std::ostringstream os;
+    os << field << " = " << value << " (" << why << ")";
+    items.push_back(os.str());
+  }
+};
+
+}  // namespace
+
+void ModelConfig::validate(const std::string& source) const {
+  Problems p;
+  if (n_layers <= 0) p.add("n_layers", n_layers, "must be > 0");
+  if (d_model <= 0) p.add("d_model", d_model, "must be > 0");
+  if (n_heads <= 0) p.add("n_heads", n_heads, "must be > 0");
+  if (n_kv_heads <= 0) p.add("n_kv_heads", n_kv_heads, "must be > 0");
+  if (head_dim <= 0) p.add("head_dim", head_dim, "must be > 0");
+  if (d_ff <= 0) p.add("d_ff", d_ff, "must be > 0");
+  if (vocab_size <= 0) p.add("vocab_size", vocab_size, "must be > 0");
+  if (max_ctx <= 0) p.add("max_ctx", max_ctx, "must be > 0");
+  if (n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads != 0) {
+    p.add("n_heads", n_heads, "must be a multiple of n_kv_heads = " + std::to_string(n_kv_heads));
+  }
+  if (n_kv_heads > n_heads && n_heads > 0) {
+    p.add("n_kv_heads", n_kv_heads, "must be <= n_heads = " + std::to_string(n_heads));
+  }
+  if (head_dim > 0 && head_dim % 2 != 0) p.add("head_dim", head_dim, "must be even for RoPE");
+  // Llama and Qwen2 checkpoints always split d_model evenly across the query heads.
+  if (n_heads > 0 && head_dim > 0 && d_model > 0 && head_dim * n_heads != d_model) {
+    p.add("head_dim", head_dim, "head_dim * n_heads = " + std::to_string(head_dim * n_heads) +
+                                    " must equal d_model = " + std::to_string(d_model));
+  }
+  if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0) {
+    p.add("rope_dim", rope_dim, "must be even and in 1..head_dim = " + std::to_string(head_dim));
+  }
+  if (!(rms_eps > 0.0f && rms_eps < 1e-1f)) p.add("rms_eps", rms_eps, "must be in (0, 0.1)");
+  if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)) p.add("rope_theta", rope_theta, "must be > 0");
+  if (bos_id < -1 || (vocab_size > 0 && bos_id >= vocab_size)) {
+    p.add("bos_id", bos_id, "must be -1 or in [0, vocab_size = " + std::to_string(vocab_size) + ")");
+  }
+  for (int id : eos_ids) {
+    if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
+      p.add("eos_id", id, "must be in [0, vocab_size = " + std::to_string(vocab_size) + ")");
+    }
+  }
+  if (p.items.empty()) return;
+  std::string msg = "invalid model config in '" + source + "' (" + arch_name(arch) + "): ";
+  for (size_t i = 0; i < p.items.size(); ++i) msg += (i ? "; " : "") + p.items[i];
+  throw Error(ErrorKind::kFormat, msg);
+}
+
+}  // namespace anelm::engine

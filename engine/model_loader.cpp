@@ -1,0 +1,258 @@
+// Binds GGUF or HF tensors to ModelWeights roles, checks every shape and dtype, optionally requantizes.
+#include "engine/model_loader.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "engine/config_gguf.h"
+#include "engine/config_hf.h"
+#include "engine/error.h"
+#include "engine/gguf.h"
+#include "engine/quantize.h"
+#include "engine/safetensors.h"
+#include "spdlog/spdlog.h"
+
+namespace anelm::engine {
+
+namespace fs = std::filesystem;
+
+ModelFormat detect_model_format(const std::string& path) {
+  if (!fs::exists(path)) throw Error(ErrorKind::kNotFound, "model path '" + path + "' does not exist");
+  if (fs::is_directory(path)) return ModelFormat::kHf;
+  char magic[4] = {0};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, 4);
+  if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) return ModelFormat::kGguf;
+  if (path.ends_with(".safetensors") || path.ends_with(".safetensors.index.json")) return ModelFormat::kHf;
+  throw Error(ErrorKind::kFormat, "'" + path + "' is neither a GGUF file (magic 'GGUF') nor a "
+                                  "HuggingFace model directory");
+}
+
+namespace {
+
+enum class Role { kMatrix, kVector };  // vectors (norms, biases) are bound as F32
+
+// One weight slot: where to store it, its name in the file and the shape it must have.
+struct Slot {
+  TensorView* dst;
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string shape_desc;  // e.g. "[q_dim, d_model]"
+  Role role;
+  bool required;
+};
+
+std::string shape_str(const int64_t* s, int n) {
+  std::string out = "[";
+  for (int i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Tensor names per format; `layer` < 0 for global tensors.
+struct Names {
+  ModelFormat fmt;
+  std::string global(const char* gguf, const char* hf) const { return fmt == ModelFormat::kGguf ? gguf : hf; }
+  std::string layer(int l, const char* gguf, const char* hf) const {
+    return fmt == ModelFormat::kGguf ? "blk." + std::to_string(l) + "." + gguf
+                                     : "model.layers." + std::to_string(l) + "." + hf;
+  }
+};
+
+std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat fmt) {
+  const Names n{fmt};
+  const int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff, v = c.vocab_size;
+  std::vector<Slot> s;
+  s.push_back({&w.tok_embd, n.global("token_embd.weight", "model.embed_tokens.weight"), {v, d},
+               "[vocab, d_model]", Role::kMatrix, true});
+  s.push_back({&w.out_norm, n.global("output_norm.weight", "model.norm.weight"), {d}, "[d_model]",
+               Role::kVector, true});
+  if (!c.tie_embeddings) {  // a tied checkpoint may still store a copy; it is ignored
+    s.push_back({&w.lm_head, n.global("output.weight", "lm_head.weight"), {v, d}, "[vocab, d_model]",
+                 Role::kMatrix, false});
+  }
+  w.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights& L = w.layers[l];
+    auto add = [&](TensorView* dst, const char* g, const char* h, std::vector<int64_t> shape,
+                   const char* desc, Role role, bool req = true) {
+      s.push_back({dst, n.layer(l, g, h), std::move(shape), desc, role, req});
+    };
+    add(&L.attn_norm, "attn_norm.weight", "input_layernorm.weight", {d}, "[d_model]", Role::kVector);
+    add(&L.wq, "attn_q.weight", "self_attn.q_proj.weight", {q, d}, "[q_dim, d_model]", Role::kMatrix);
+    add(&L.wk, "attn_k.weight", "self_attn.k_proj.weight", {kv, d}, "[kv_dim, d_model]", Role::kMatrix);
+    add(&L.wv, "attn_v.weight", "self_attn.v_proj.weight", {kv, d}, "[kv_dim, d_model]", Role::kMatrix);
+    if (c.qkv_bias) {
+      add(&L.bq, "attn_q.bias", "self_attn.q_proj.bias", {q}, "[q_dim]", Role::kVector);
+      add(&L.bk, "attn_k.bias", "self_attn.k_proj.bias", {kv}, "[kv_dim]", Role::kVector);
+      add(&L.bv, "attn_v.bias", "self_attn.v_proj.bias", {kv}, "[kv_dim]", Role::kVector);
+    }
+    add(&L.wo, "attn_output.weight", "self_attn.o_proj.weight", {d, q}, "[d_model, q_dim]", Role::kMatrix);
+    add(&L.ffn_norm, "ffn_norm.weight", "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
+    add(&L.w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
+    add(&L.w_up, "ffn_up.weight", "mlp.up_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
+    add(&L.w_down, "ffn_down.weight", "mlp.down_proj.weight", {d, ff}, "[d_model, d_ff]", Role::kMatrix);
+  }
+  return s;
+}
+
+// 64-byte aligned owned buffer, kept alive through LoadedModel::owners.
+void* alloc_owned(LoadedModel& m, int64_t bytes) {
+  size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, size ? size : 64);
+  if (!p) throw Error(ErrorKind::kResourceExhausted, "out of memory allocating " + std::to_string(bytes) + " bytes");
+  m.owners.emplace_back(p, std::free);
+  return p;
+}
+
+// Converts every row of `src` to `to` into an owned buffer (through an f32 row).
+TensorView convert_tensor(LoadedModel& m, const TensorView& src, DType to) {
+  TensorView out = src;
+  out.dtype = to;
+  const int64_t rows = src.numel() / src.cols(), cols = src.cols();
+  const int64_t src_row = dtype_row_bytes(src.dtype, cols), dst_row = dtype_row_bytes(to, cols);
+  out.nbytes = rows * dst_row;
+  auto* dst = static_cast<uint8_t*>(alloc_owned(m, out.nbytes));
+  const auto* s = static_cast<const uint8_t*>(src.data);
+  auto convert_rows = [&](int64_t begin, int64_t end) {
+    std::vector<float> tmp(cols);
+    for (int64_t r = begin; r < end; ++r) {
+      row_to_f32(src.dtype, s + r * src_row, tmp.data(), cols);
+      row_from_f32(tmp.data(), to, dst + r * dst_row, cols);
+    }
+  };
+  // Requantizing a 0.5B model takes seconds on one core; rows are independent, so split them.
+  const int64_t n_threads =
+      std::clamp<int64_t>(rows * cols / (1 << 20), 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < n_threads; ++t) {
+    pool.emplace_back(convert_rows, rows * t / n_threads, rows * (t + 1) / n_threads);
+  }
+  convert_rows(0, rows / n_threads);
+  for (std::thread& th : pool) th.join();
+  out.data = dst;
+  return out;
+}
+
+// Looks a tensor up in whichever file format is open; nullopt when absent.
+using Lookup = std::function<std::optional<TensorView>(const std::string&)>;
+
+void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant) {
+  const ModelConfig& c = m.config;
+  std::vector<Slot> slots = make_slots(c, m.weights, m.format);
+  std::vector<std::string> problems;
+  bool only_missing = true;
+  for (Slot& s : slots) {
+    std::optional<TensorView> v;
+    try {
+      v = lookup(s.name);
+    } catch (const Error& e) {  // unsupported dtype: keep collecting
+      problems.push_back(e.what());
+      only_missing = false;
+      continue;
+    }
+    if (!v) {
+      if (s.required) problems.push_back("tensor '" + s.name + "' is missing (expected shape " + s.shape_desc + ")");
+      continue;
+    }
+    bool shape_ok = v->ndim == static_cast<int>(s.shape.size());
+    for (size_t i = 0; shape_ok && i < s.shape.size(); ++i) shape_ok = v->shape[i] == s.shape[i];
+    if (!shape_ok) {
+      only_missing = false;
+      problems.push_back("tensor '" + s.name + "' has shape " + shape_str(v->shape.data(), v->ndim) +
+                         ", expected " + s.shape_desc + " = " +
+                         shape_str(s.shape.data(), static_cast<int>(s.shape.size())));
+      continue;
+    }
+    if (s.role == Role::kVector && (v->dtype == DType::kQ8_0 || v->dtype == DType::kQ4_0)) {
+      only_missing = false;
+      problems.push_back("tensor '" + s.name + "' is " + dtype_name(v->dtype) +
+                         "; norm and bias vectors must be f32, f16 or bf16");
+      continue;
+    }
+    *s.dst = *v;
+  }
+  if (!problems.empty()) {
+    constexpr size_t kMaxListed = 12;  // a vocab-only file would otherwise list hundreds
+    std::string msg = "model '" + m.path + "' (" + arch_name(c.arch) + ", " + std::to_string(c.n_layers) +
+                      " layers, d_model " + std::to_string(c.d_model) + ") does not match its config: " +
+                      std::to_string(problems.size()) + " problem(s): ";
+    for (size_t i = 0; i < problems.size() && i < kMaxListed; ++i) msg += (i ? "; " : "") + problems[i];
+    if (problems.size() > kMaxListed) msg += "; ... and " + std::to_string(problems.size() - kMaxListed) + " more";
+    throw Error(only_missing ? ErrorKind::kNotFound : ErrorKind::kFormat, msg);
+  }
+  int kept = 0;
+  std::string first_kept;
+  // Requant / f32 conversion only after every check passed, so a bad file costs no conversion work.
+  for (Slot& s : slots) {
+    TensorView& t = *s.dst;
+    if (t.empty()) continue;
+    if (s.role == Role::kVector) {
+      if (t.dtype != DType::kF32) t = convert_tensor(m, t, DType::kF32);
+    } else if (requant && t.dtype != *requant) {
+      if (t.cols() % dtype_block_elems(*requant) != 0) {
+        // As llama.cpp does for such rows: keep the stored type rather than refuse the model.
+        if (kept++ == 0) first_kept = t.name;
+        continue;
+      }
+      t = convert_tensor(m, t, *requant);
+    }
+  }
+  if (kept > 0) {
+    spdlog::warn("'{}': {} matrices (first '{}') keep their stored type: rows are not a multiple of "
+                 "the {} block of {}", m.path, kept, first_kept, dtype_name(*requant),
+                 dtype_block_elems(*requant));
+  }
+  ModelWeights& w = m.weights;
+  if (w.lm_head.empty()) {
+    w.lm_head = w.tok_embd;  // tied, or no separate head stored
+    m.config.tie_embeddings = true;
+  }
+  m.weight_bytes = 0;
+  for (const Slot& s : slots) {
+    if (s.dst != &w.lm_head) m.weight_bytes += s.dst->nbytes;
+  }
+  if (w.lm_head.data != w.tok_embd.data) m.weight_bytes += w.lm_head.nbytes;  // tied: counted once
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<DType> requant) {
+  auto m = std::make_unique<LoadedModel>();
+  m->path = path;
+  m->format = detect_model_format(path);
+  Lookup lookup;
+  if (m->format == ModelFormat::kGguf) {
+    std::shared_ptr<GgufFile> g = GgufFile::open(path);
+    m->config = config_from_gguf(*g);
+    m->owners.push_back(g);
+    lookup = [g](const std::string& name) -> std::optional<TensorView> {
+      const GgufTensorInfo* info = g->find_tensor(name);
+      if (!info) return std::nullopt;
+      return g->tensor_view(*info);
+    };
+  } else {
+    fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
+    m->config = config_from_hf_dir(dir.string());
+    std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(fs::is_directory(path) ? path : dir.string());
+    m->owners.push_back(st);
+    lookup = [st](const std::string& name) -> std::optional<TensorView> {
+      if (!st->find(name)) return std::nullopt;
+      return st->tensor_view(name);
+    };
+  }
+  m->config.validate(path);
+  if (m->format == ModelFormat::kGguf &&
+      std::static_pointer_cast<GgufFile>(m->owners[0])->tensors().empty()) {
+    throw Error(ErrorKind::kNotFound, "GGUF '" + path + "' holds no tensors (a vocab-only file?); "
+                                      "it cannot be loaded as a model");
+  }
+  bind_all(*m, lookup, requant);
+  return m;
+}
+
+}  // namespace anelm::engine

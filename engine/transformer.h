@@ -1,0 +1,67 @@
+// The CPU forward pass over a batch of tokens: embedding, one LayerExecutor call per layer, final
+// norm and LM head. Architecture differences (qkv bias, tied embeddings, RoPE layout) are config flags.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/activations.h"
+#include "engine/cpu_executor.h"
+#include "engine/kernels/kernels.h"
+#include "engine/kv_cache.h"
+#include "engine/layer_executor.h"
+#include "engine/model_config.h"
+#include "engine/thread_pool.h"
+#include "engine/weights.h"
+
+namespace anelm::engine {
+
+// Computes out[n][vocab] = lm_head . final_rmsnorm(x[t]) for n residual rows x [n][d_model] on
+// another device (the ANE's LM-head chunks). Set on a Transformer to replace its CPU head.
+class HeadExecutor {
+ public:
+  virtual ~HeadExecutor() = default;
+  virtual void logits(const float* x, int n, float* out) = 0;
+};
+
+// Const model + compute resources; per-sequence state (KvCache, Activations) is passed in.
+// Not thread-safe: one driver thread calls forward() at a time.
+class Transformer {
+ public:
+  // inline_macs: work below which kernels run on the caller (see parallel_linear); 0 forces the pool.
+  Transformer(const ModelConfig& cfg, const ModelWeights& weights, ThreadPool& pool,
+              const kernels::KernelTable& kernels, int64_t inline_macs = kDefaultInlineMacs);
+
+  const ModelConfig& config() const { return cfg_; }
+  const kernels::KernelTable& kernels() const { return k_; }
+
+  // Hands layer `layer` to another executor (nullptr: back to the CPU). Not owned.
+  void set_layer_executor(int layer, LayerExecutor* exec);
+  const LayerExecutor& layer_executor(int layer) const { return *layers_[static_cast<size_t>(layer)]; }
+  // Hands the final norm + LM head to another executor (nullptr: back to the CPU). Not owned.
+  void set_head_executor(HeadExecutor* head) { head_ = head; }
+
+  // Runs tokens at positions [pos, pos + n) in chunks of acts.max_batch tokens (prefill is
+  // matrix-matrix; n == 1 is decode), writing their K/V. On completion acts.logits holds the last
+  // token's logits and, when all_logits is non-null, all_logits[n][vocab] every token's.
+  // `cancel` is polled between layers and chunks; returns the number of tokens whose K/V are
+  // complete (n, or fewer when cancelled). Token ids must be valid and pos + n <= kv.ctx().
+  int forward(std::span<const int> tokens, int pos, KvCache& kv, Activations& acts,
+              float* all_logits = nullptr, const std::atomic<bool>* cancel = nullptr);
+
+ private:
+  void logits(Activations& acts, const float* x, int n, float* out);
+
+  const ModelConfig& cfg_;
+  const ModelWeights& w_;
+  ThreadPool& pool_;
+  const kernels::KernelTable& k_;
+  int64_t inline_macs_;
+  CpuExecutor cpu_;
+  std::vector<LayerExecutor*> layers_;  // [n_layers], default &cpu_
+  HeadExecutor* head_ = nullptr;        // nullptr: CPU final norm + LM head
+};
+
+}  // namespace anelm::engine

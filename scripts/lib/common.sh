@@ -1,0 +1,30 @@
+# Shared by scripts/serve and scripts/test: installs missing Debian packages and builds anelm.
+set -euo pipefail
+
+ANELM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+ANELM_BUILD="${ANELM_BUILD:-$ANELM_ROOT/build}"
+
+ANELM_DEB_PACKAGES=(g++ cmake make pkg-config libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev
+  libcxxopts-dev libgtest-dev libutf8proc-dev libcurl4-openssl-dev)
+
+log() { echo "[anelm] $*" >&2; }
+
+# Installs the packages in "$@" that dpkg does not know as installed (apt, as root or via sudo).
+install_debs() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build_anelm() {
+  install_debs "${ANELM_DEB_PACKAGES[@]}"
+  cmake -S "$ANELM_ROOT" -B "$ANELM_BUILD" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$ANELM_BUILD" -j"$(nproc)"
+}

@@ -1,0 +1,180 @@
+// Serialises completions and chat completions (bodies and SSE chunk payloads) exactly as OpenAI.
+#include "server/api_response.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+namespace anelm::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json usage_json(const UsageInfo& u) {
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
+  return j;
+}
+
+json timings_json(const UsageInfo& u) {
+  return {{"cache_n", u.cached_tokens},
+          {"prompt_n", u.prompt_tokens - u.cached_tokens},
+          {"prompt_ms", u.prompt_ms},
+          {"predicted_n", u.completion_tokens},
+          {"predicted_ms", u.predicted_ms},
+          {"predicted_per_second",
+           u.predicted_ms > 0 ? u.completion_tokens * 1000.0 / u.predicted_ms : 0.0}};
+}
+
+// A JSON string from raw token bytes (invalid UTF-8 is replaced at dump time).
+json text_value(std::string_view s) { return json(std::string(s)); }
+
+json bytes_array(const std::string& s) {
+  json a = json::array();
+  for (unsigned char c : s) a.push_back(static_cast<int>(c));
+  return a;
+}
+
+// ---- /v1/completions --------------------------------------------------------------------------
+
+class CompletionSerializer : public ResponseSerializer {
+ public:
+  explicit CompletionSerializer(ResponseMeta meta) : meta_(std::move(meta)) {}
+
+  std::optional<std::string> start_chunk() const override { return std::nullopt; }
+
+  std::string delta_chunk(std::string_view text, std::span<const TokenLogprob> lps) const override {
+    return dump(envelope(choice(text, lps, json(nullptr)), true));
+  }
+  std::string finish_chunk(std::string_view reason) const override {
+    return dump(envelope(choice("", {}, json(std::string(reason))), true));
+  }
+  std::string usage_chunk(const UsageInfo& u) const override {
+    json j = envelope(json::array(), false);
+    j["choices"] = json::array();
+    j["usage"] = usage_json(u);
+    return dump(j);
+  }
+  std::string body(std::string_view text, std::string_view reason, const UsageInfo& u,
+                   std::span<const TokenLogprob> lps) const override {
+    json j = envelope(choice(text, lps, json(std::string(reason))), false);
+    j["usage"] = usage_json(u);
+    j["timings"] = timings_json(u);
+    return dump(j);
+  }
+
+ private:
+  json choice(std::string_view text, std::span<const TokenLogprob> lps, json finish) const {
+    json c = {{"index", 0}, {"text", text_value(text)}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    if (meta_.logprobs) c["logprobs"] = logprobs_json(lps);
+    return c;
+  }
+  static json logprobs_json(std::span<const TokenLogprob> lps) {
+    json tokens = json::array(), lp = json::array(), top = json::array(), offs = json::array();
+    for (const TokenLogprob& t : lps) {
+      tokens.push_back(text_value(t.token));
+      lp.push_back(t.logprob);
+      json alts = json::object();
+      for (const auto& [tok, p] : t.top) alts[tok] = p;
+      top.push_back(alts);
+      offs.push_back(t.text_offset);
+    }
+    return {{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}, {"text_offset", offs}};
+  }
+  json envelope(json choice, bool chunk) const {
+    json j = {{"id", meta_.id}, {"object", "text_completion"}, {"created", meta_.created},
+              {"model", meta_.model}, {"choices", json::array({std::move(choice)})}};
+    if (chunk && meta_.include_usage) j["usage"] = nullptr;
+    return j;
+  }
+  ResponseMeta meta_;
+};
+
+// ---- /v1/chat/completions ---------------------------------------------------------------------
+
+class ChatSerializer : public ResponseSerializer {
+ public:
+  explicit ChatSerializer(ResponseMeta meta) : meta_(std::move(meta)) {}
+
+  std::optional<std::string> start_chunk() const override {
+    return dump(chunk(json{{"role", "assistant"}, {"content", ""}}, json(nullptr), {}));
+  }
+  std::string delta_chunk(std::string_view text, std::span<const TokenLogprob> lps) const override {
+    return dump(chunk(json{{"content", text_value(text)}}, json(nullptr), lps));
+  }
+  std::string finish_chunk(std::string_view reason) const override {
+    return dump(chunk(json::object(), json(std::string(reason)), {}));
+  }
+  std::string usage_chunk(const UsageInfo& u) const override {
+    json j = head("chat.completion.chunk");
+    j["choices"] = json::array();
+    j["usage"] = usage_json(u);
+    return dump(j);
+  }
+  std::string body(std::string_view text, std::string_view reason, const UsageInfo& u,
+                   std::span<const TokenLogprob> lps) const override {
+    json j = head("chat.completion");
+    json msg = {{"role", "assistant"}, {"content", text_value(text)}, {"refusal", nullptr}};
+    json c = {{"index", 0}, {"message", msg}, {"logprobs", nullptr},
+              {"finish_reason", std::string(reason)}};
+    if (meta_.logprobs) c["logprobs"] = logprobs_json(lps);
+    j["choices"] = json::array({c});
+    j["usage"] = usage_json(u);
+    j["timings"] = timings_json(u);
+    return dump(j);
+  }
+
+ private:
+  json head(const char* object) const {
+    return {{"id", meta_.id}, {"object", object}, {"created", meta_.created}, {"model", meta_.model}};
+  }
+  json chunk(json delta, json finish, std::span<const TokenLogprob> lps) const {
+    json j = head("chat.completion.chunk");
+    json c = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    if (meta_.logprobs && !lps.empty()) c["logprobs"] = logprobs_json(lps);
+    j["choices"] = json::array({c});
+    if (meta_.include_usage) j["usage"] = nullptr;
+    return j;
+  }
+  static json logprobs_json(std::span<const TokenLogprob> lps) {
+    json content = json::array();
+    for (const TokenLogprob& t : lps) {
+      json top = json::array();
+      for (const auto& [tok, p] : t.top)
+        top.push_back({{"token", text_value(tok)}, {"logprob", p}, {"bytes", bytes_array(tok)}});
+      content.push_back({{"token", text_value(t.token)}, {"logprob", t.logprob},
+                         {"bytes", bytes_array(t.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}, {"refusal", nullptr}};
+  }
+  ResponseMeta meta_;
+};
+
+}  // namespace
+
+std::unique_ptr<ResponseSerializer> make_completion_serializer(ResponseMeta meta) {
+  return std::make_unique<CompletionSerializer>(std::move(meta));
+}
+
+std::unique_ptr<ResponseSerializer> make_chat_serializer(ResponseMeta meta) {
+  return std::make_unique<ChatSerializer>(std::move(meta));
+}
+
+std::string make_response_id(const std::string& prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  uint64_t n = counter.fetch_add(1) ^ (salt << 20);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(n));
+  return prefix + buf;
+}
+
+}  // namespace anelm::server

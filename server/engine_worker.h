@@ -1,0 +1,58 @@
+// The single thread that owns the Engine: a bounded job queue in, events out per job.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "engine/engine.h"
+#include "server/event_channel.h"
+#include "server/metrics.h"
+
+namespace anelm::server {
+
+struct Job {
+  engine::GenerateRequest request;         // cancel is set by the worker to the channel's flag
+  std::shared_ptr<EventChannel> channel;   // receives tokens, then exactly one kDone or kError
+};
+
+class EngineWorker {
+ public:
+  // `engine` must outlive the worker. max_queue: jobs that may wait besides the running one.
+  EngineWorker(engine::Engine& engine, int max_queue, Metrics* metrics);
+  ~EngineWorker();
+  EngineWorker(const EngineWorker&) = delete;
+  EngineWorker& operator=(const EngineWorker&) = delete;
+
+  enum class Admit { kAccepted, kQueueFull, kStopped };
+  // Never blocks: a full queue or a stopped worker refuses the job.
+  Admit try_submit(Job job);
+
+  int queue_depth() const;   // waiting jobs
+  int active() const;        // 0 or 1 running jobs
+
+  // Stops accepting; lets queued and running jobs finish for up to `grace`, then cancels the rest
+  // (each gets kDone with FinishReason::kCancelled) and joins the thread. Idempotent.
+  void shutdown(std::chrono::milliseconds grace);
+
+ private:
+  void run();
+  void run_job(Job& job);
+
+  engine::Engine& engine_;
+  const size_t max_queue_;
+  Metrics* metrics_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;        // job arrived or stopping
+  std::condition_variable idle_cv_;   // queue drained and nothing running
+  std::deque<Job> queue_;
+  std::shared_ptr<EventChannel> running_;
+  bool accepting_ = true;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace anelm::server

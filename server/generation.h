@@ -1,0 +1,52 @@
+// Runs one admitted generation for an HTTP request: tokens -> text deltas -> JSON body or SSE stream.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/api_response.h"
+#include "server/http_types.h"
+#include "server/server_context.h"
+#include "server/stop_strings.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anelm::server {
+
+struct PreparedGeneration {
+  engine::GenerateRequest request;     // prompt ids, max_tokens, sampling, top_logprobs
+  std::vector<std::string> stop;       // stop strings
+  bool stream = false;
+  bool include_usage = false;
+  bool want_logprobs = false;          // return per-token logprobs
+  std::string echo_text;               // prepended to the output (completions echo)
+};
+
+// Token ids -> emitted text: skips special tokens, holds back split UTF-8 characters (StreamDecoder)
+// and partial stop strings (StopMatcher).
+class TextAssembler {
+ public:
+  // `context`: the prompt ids (SentencePiece keeps the first piece's space after a prompt).
+  TextAssembler(const tok::Tokenizer& tokenizer, const std::vector<int>& context,
+                std::vector<std::string> stops);
+  std::string push(int id);   // text safe to emit after this token
+  std::string finish();       // the held-back remainder at the end (nothing after a stop string)
+  bool stopped() const { return stop_.stopped(); }
+
+ private:
+  tok::StreamDecoder decoder_;
+  StopMatcher stop_;
+};
+
+// Checks prompt + max_tokens against the context (400 context_length_exceeded), submits the job
+// (429/503 when refused) and returns the response: a JSON body, or a stream that cancels the job
+// when the client goes away.
+HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
+                            std::unique_ptr<ResponseSerializer> serializer);
+
+// OpenAI finish_reason for an engine result; `stopped` is true when a stop string ended it.
+const char* openai_finish_reason(engine::FinishReason r, bool stopped);
+
+}  // namespace anelm::server

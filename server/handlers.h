@@ -1,0 +1,24 @@
+// One function per endpoint: parse -> (template) -> tokenize -> submit -> respond or stream.
+#pragma once
+
+#include "server/http_types.h"
+#include "server/server_context.h"
+
+namespace anelm::server {
+
+HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_models(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_model(ServerContext& ctx, const HttpRequest& req);  // GET /v1/models/{id}
+HttpResponse handle_health(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_tokenize(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_detokenize(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_metrics(ServerContext& ctx, const HttpRequest& req);
+
+// Throws 503 + Retry-After unless the model is loaded and the server is not draining.
+void require_ready(ServerContext& ctx);
+
+// The id /v1/models reports: the loaded model's, or before that the configured one.
+std::string served_model_id(ServerContext& ctx);
+
+}  // namespace anelm::server

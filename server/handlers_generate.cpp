@@ -1,0 +1,92 @@
+// POST /v1/completions and /v1/chat/completions: validate, template, tokenize, then run_generation.
+#include <chrono>
+#include <random>
+
+#include "server/api_error.h"
+#include "server/api_request.h"
+#include "server/api_response.h"
+#include "server/generation.h"
+#include "server/handlers.h"
+
+namespace anelm::server {
+
+namespace {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+uint64_t fresh_seed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+// BOS when the model wants one and the text did not already start with it.
+void maybe_add_bos(const tok::Tokenizer& tk, std::vector<int>& ids) {
+  const auto& v = tk.vocab();
+  if (v.add_bos && v.bos_id >= 0 && (ids.empty() || ids[0] != v.bos_id)) ids.insert(ids.begin(), v.bos_id);
+}
+
+// Fills the engine request from the shared OpenAI fields. `default_max` < 0: up to the context end.
+PreparedGeneration prepare(ServerContext& ctx, const GenerationFields& f, std::vector<int> prompt,
+                           int default_max) {
+  PreparedGeneration g;
+  const int room = ctx.n_ctx() - static_cast<int>(prompt.size());
+  g.request.prompt = std::move(prompt);
+  if (f.max_tokens) g.request.max_tokens = *f.max_tokens;
+  else g.request.max_tokens = std::max(0, default_max < 0 ? room : std::min(default_max, room));
+  if (!f.max_tokens && g.request.max_tokens == 0) g.request.max_tokens = 1;  // context check reports it
+  g.request.sampling = f.sampling;
+  if (!f.seed_given) g.request.sampling.seed = fresh_seed();
+  g.request.top_logprobs = f.top_logprobs;
+  g.request.extra_stop_ids = ctx.tokenizer().vocab().eog_ids;
+  g.stop = f.stop;
+  g.stream = f.stream;
+  g.include_usage = f.stream && f.include_usage;
+  g.want_logprobs = f.logprobs;
+  return g;
+}
+
+ResponseMeta meta_for(ServerContext& ctx, const char* prefix, const PreparedGeneration& g) {
+  return ResponseMeta{make_response_id(prefix), unix_now(), served_model_id(ctx), g.include_usage,
+                      g.want_logprobs};
+}
+
+std::vector<int> completion_prompt(const tok::Tokenizer& tk, const CompletionRequest& r) {
+  if (!r.prompt_is_ids) {
+    std::vector<int> ids = tk.encode(r.prompt_text, /*parse_special=*/true);
+    maybe_add_bos(tk, ids);
+    return ids;
+  }
+  for (int id : r.prompt_ids)
+    if (id >= tk.vocab_size())
+      throw invalid_field("prompt", "token id " + std::to_string(id) + " is out of range (vocab size " +
+                                        std::to_string(tk.vocab_size()) + ")");
+  return r.prompt_ids;
+}
+
+}  // namespace
+
+HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
+  require_ready(ctx);
+  CompletionRequest r = parse_completion_request(req.body);
+  const tok::Tokenizer& tk = ctx.tokenizer();
+  PreparedGeneration g = prepare(ctx, r.gen, completion_prompt(tk, r), ctx.options().default_max_tokens);
+  if (r.echo) g.echo_text = r.prompt_is_ids ? tk.decode(r.prompt_ids, true) : r.prompt_text;
+  ResponseMeta meta = meta_for(ctx, "cmpl-", g);
+  return run_generation(ctx, std::move(g), make_completion_serializer(std::move(meta)));
+}
+
+HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req) {
+  require_ready(ctx);
+  ChatRequest r = parse_chat_request(req.body);
+  const tok::Tokenizer& tk = ctx.tokenizer();
+  std::vector<int> ids = tk.encode(ctx.model().chat(r.messages), /*parse_special=*/true);
+  maybe_add_bos(tk, ids);
+  PreparedGeneration g = prepare(ctx, r.gen, std::move(ids), -1);
+  ResponseMeta meta = meta_for(ctx, "chatcmpl-", g);
+  return run_generation(ctx, std::move(g), make_chat_serializer(std::move(meta)));
+}
+
+}  // namespace anelm::server

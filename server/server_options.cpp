@@ -1,0 +1,168 @@
+// `anelm serve` options: the cxxopts flag table (also --help), config-file merge and validation.
+#include "server/server_options.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+
+#ifndef ANELM_SOURCE_DIR
+#define ANELM_SOURCE_DIR "."
+#endif
+
+namespace anelm::server {
+
+using nlohmann::json;
+
+namespace {
+
+// The one flag table: name, help, value type. Defaults come from ServerOptions{}.
+void add_flags(cxxopts::Options& o) {
+  const ServerOptions d;
+  o.add_options()
+      ("model", "GGUF file or HuggingFace model directory", cxxopts::value<std::string>())
+      ("host", "bind address (default " + d.host + "; non-loopback needs --api-key)",
+       cxxopts::value<std::string>())
+      ("port", "TCP port (default " + std::to_string(d.port) + "; 0: any free port)",
+       cxxopts::value<int>())
+      ("backend", "compute backend: cpu | ane (default " + d.backend + ")", cxxopts::value<std::string>())
+      ("threads", "compute threads (default 0: all hardware threads)", cxxopts::value<int>())
+      ("ctx", "context size in tokens (default 0: engine default)", cxxopts::value<int>())
+      ("api-key", "require this key as 'Authorization: Bearer KEY' or 'X-Api-Key'",
+       cxxopts::value<std::string>())
+      ("max-queue", "requests that may wait for the engine (default " + std::to_string(d.max_queue) + ")",
+       cxxopts::value<int>())
+      ("config", "JSON file of defaults (default: configs/server.json when present)",
+       cxxopts::value<std::string>())
+      ("h,help", "show this help");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kNotFound, "config file not found: " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string default_config_path() {
+  if (const char* env = std::getenv("ANELM_CONFIG"); env && *env) return env;
+  std::filesystem::path p = std::filesystem::path(ANELM_SOURCE_DIR) / "configs" / "server.json";
+  std::error_code ec;
+  return std::filesystem::exists(p, ec) ? p.string() : std::string();
+}
+
+template <typename T>
+void take(const json& j, const char* key, T& out, const std::string& source) {
+  try {
+    out = j.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw Error(ErrorKind::kInvalidArgument, source + ": key '" + key + "' has the wrong type");
+  }
+}
+
+void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
+  if (r.count("model")) o.model = r["model"].as<std::string>();
+  if (r.count("host")) o.host = r["host"].as<std::string>();
+  if (r.count("port")) o.port = r["port"].as<int>();
+  if (r.count("backend")) o.backend = r["backend"].as<std::string>();
+  if (r.count("threads")) o.threads = r["threads"].as<int>();
+  if (r.count("ctx")) o.ctx = r["ctx"].as<int>();
+  if (r.count("api-key")) o.api_key = r["api-key"].as<std::string>();
+  if (r.count("max-queue")) o.max_queue = r["max-queue"].as<int>();
+}
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]" ||
+         host.rfind("127.", 0) == 0;
+}
+
+void apply_config_json(ServerOptions& o, const std::string& text, const std::string& source) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error(ErrorKind::kInvalidArgument, source + ": not a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    if (k.empty() || k[0] == '_') continue;  // "_comment" keys
+    if (k == "model") take(j, "model", o.model, source);
+    else if (k == "model_id") take(j, "model_id", o.model_id, source);
+    else if (k == "host") take(j, "host", o.host, source);
+    else if (k == "port") take(j, "port", o.port, source);
+    else if (k == "backend") take(j, "backend", o.backend, source);
+    else if (k == "threads") take(j, "threads", o.threads, source);
+    else if (k == "ctx") take(j, "ctx", o.ctx, source);
+    else if (k == "api_key") take(j, "api_key", o.api_key, source);
+    else if (k == "max_queue") take(j, "max_queue", o.max_queue, source);
+    else if (k == "http_threads") take(j, "http_threads", o.http_threads, source);
+    else if (k == "max_body_bytes") take(j, "max_body_bytes", o.max_body_bytes, source);
+    else if (k == "read_timeout_s") take(j, "read_timeout_s", o.read_timeout_s, source);
+    else if (k == "write_timeout_s") take(j, "write_timeout_s", o.write_timeout_s, source);
+    else if (k == "shutdown_grace_ms") take(j, "shutdown_grace_ms", o.shutdown_grace_ms, source);
+    else if (k == "retry_after_s") take(j, "retry_after_s", o.retry_after_s, source);
+    else if (k == "default_max_tokens") take(j, "default_max_tokens", o.default_max_tokens, source);
+    else if (k == "sse_ping_s") take(j, "sse_ping_s", o.sse_ping_s, source);
+    else if (k == "allowed_hosts") take(j, "allowed_hosts", o.allowed_hosts, source);
+    else if (k == "cors_origins") take(j, "cors_origins", o.cors_origins, source);
+    else throw Error(ErrorKind::kInvalidArgument, source + ": unknown key '" + k + "'");
+  }
+}
+
+void validate_options(const ServerOptions& o) {
+  std::vector<std::string> problems;
+  auto need = [&](bool ok, const std::string& msg) { if (!ok) problems.push_back(msg); };
+  need(o.port >= 0 && o.port <= 65535, "--port must be in [0, 65535], got " + std::to_string(o.port));
+  need(o.backend == "cpu" || o.backend == "ane", "--backend must be cpu or ane, got '" + o.backend + "'");
+  need(o.threads >= 0 && o.threads <= 1024, "--threads must be in [0, 1024]");
+  need(o.ctx >= 0 && o.ctx <= (1 << 20), "--ctx must be in [0, 1048576]");
+  need(o.max_queue >= 0 && o.max_queue <= 4096, "--max-queue must be in [0, 4096]");
+  need(o.http_threads >= 2 && o.http_threads <= 4096, "http_threads must be in [2, 4096]");
+  need(o.max_body_bytes >= 1024, "max_body_bytes must be at least 1024");
+  need(o.read_timeout_s > 0 && o.write_timeout_s > 0, "read/write timeouts must be positive");
+  need(o.shutdown_grace_ms >= 0, "shutdown_grace_ms must be >= 0");
+  need(o.retry_after_s >= 1, "retry_after_s must be >= 1");
+  need(o.default_max_tokens >= 1, "default_max_tokens must be >= 1");
+  need(o.sse_ping_s >= 1, "sse_ping_s must be >= 1");
+  need(!o.host.empty(), "--host must not be empty");
+  need(is_loopback_host(o.host) || !o.api_key.empty(),
+       "--host " + o.host + " exposes the server beyond this machine: set --api-key too");
+  for (const std::string& origin : o.cors_origins)
+    need(origin != "*", "cors_origins must list origins explicitly, not '*'");
+  if (problems.empty()) return;
+  std::string msg = "invalid server options:";
+  for (const auto& p : problems) msg += "\n  " + p;
+  throw Error(ErrorKind::kInvalidArgument, msg);
+}
+
+ParsedServerArgs parse_server_args(int argc, char** argv) {
+  cxxopts::Options opts("anelm serve", "OpenAI-compatible HTTP server");
+  add_flags(opts);
+  ParsedServerArgs out;
+  out.help = opts.help();
+  cxxopts::ParseResult r;
+  try {
+    r = opts.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument, std::string(e.what()) + " (see anelm serve --help)");
+  }
+  if (r.count("help")) {
+    out.show_help = true;
+    return out;
+  }
+  if (!r.unmatched().empty())
+    throw Error(ErrorKind::kInvalidArgument, "unexpected argument '" + r.unmatched()[0] + "'");
+  std::string config = r.count("config") ? r["config"].as<std::string>() : default_config_path();
+  out.options.config_file = config;
+  if (!config.empty()) apply_config_json(out.options, read_file(config), config);
+  apply_cli(out.options, r);
+  validate_options(out.options);
+  return out;
+}
+
+}  // namespace anelm::server

@@ -1,0 +1,51 @@
+// ServerOptions: one POD for `anelm serve`, from built-in defaults < configs/server.json < CLI flags.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace anelm::server {
+
+struct ServerOptions {
+  std::string model;                   // --model: GGUF file or HF directory
+  std::string model_id;                // name reported by /v1/models; empty: from the model path
+  std::string host = "127.0.0.1";      // --host: bind address (non-loopback requires an API key)
+  int port = 8080;                     // --port: 0 picks a free port
+  std::string backend = "cpu";         // --backend: cpu | ane
+  int threads = 0;                     // --threads: compute threads; 0: all hardware threads
+  int ctx = 0;                         // --ctx: KV cache tokens; 0: engine default
+  std::string api_key;                 // --api-key: empty disables authentication
+  int max_queue = 16;                  // --max-queue: jobs that may wait besides the running one
+  std::string config_file;             // --config: JSON file of defaults
+  int http_threads = 64;               // HTTP worker threads (each open connection holds one)
+  size_t max_body_bytes = 4u << 20;    // larger request bodies get 413
+  int read_timeout_s = 30;             // socket read timeout (slow-loris guard)
+  int write_timeout_s = 60;            // socket write timeout (stalled SSE readers)
+  int shutdown_grace_ms = 5000;        // SIGINT/SIGTERM: time in-flight jobs get before cancellation
+  int retry_after_s = 1;               // Retry-After on 429 / 503
+  int default_max_tokens = 16;         // /v1/completions max_tokens when absent (OpenAI: 16)
+  int sse_ping_s = 15;                 // ": ping" keep-alive comment interval while streaming
+  std::vector<std::string> allowed_hosts;  // Host header names accepted besides loopback and --host
+  std::vector<std::string> cors_origins;   // Origins allowed by CORS; empty: no CORS headers
+};
+
+struct ParsedServerArgs {
+  ServerOptions options;
+  bool show_help = false;
+  std::string help;  // --help text from the flag table
+};
+
+// Parses argv (the arguments after "serve"; argv[0] is the program name), merges the config file
+// and validates. Throws anelm::Error(kInvalidArgument) naming the flag or key.
+ParsedServerArgs parse_server_args(int argc, char** argv);
+
+// Applies a JSON config text over `opts` (unknown keys are errors). `source` names it in errors.
+void apply_config_json(ServerOptions& opts, const std::string& json_text, const std::string& source);
+
+// Checks ranges and cross-field rules; throws anelm::Error(kInvalidArgument) listing every problem.
+void validate_options(const ServerOptions& opts);
+
+bool is_loopback_host(const std::string& host);
+
+}  // namespace anelm::server

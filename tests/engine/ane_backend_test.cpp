@@ -1,0 +1,185 @@
+// --backend ane (fused programs on the ANE simulator) against --backend cpu: greedy ids for 40
+// tokens, teacher-forced logits within an fp16 tolerance, prefill across S buckets, stats and the
+// cache.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/model_maker.h"
+#include "tests/support/shared_data.h"
+
+namespace anelm::engine {
+namespace {
+
+// Logit tolerance: |ane - cpu| <= kRelTol * max(1, max |cpu logit|). The ANE path rounds the
+// residual stream and every activation to fp16 (unit roundoff 4.9e-4) and prescales the norm by
+// 1/16 (effective eps ~1.5e-5 at fp16), so a few roundings per layer compound to ~1e-3 relative;
+// 1% of the logit range leaves headroom without hiding real bugs (a wrong head or RoPE is O(1)).
+constexpr float kRelTol = 0.01f;
+
+std::unique_ptr<Engine> load(const std::string& path, Backend backend,
+                             const std::string& cache_dir = "") {
+  EngineOptions o;
+  o.model_path = path;
+  o.backend = backend;
+  o.threads = 2;
+  o.ctx = 256;
+  o.ane_cache_dir = cache_dir;
+  return Engine::load(o);
+}
+
+std::vector<int> greedy(Engine& e, const std::vector<int>& prompt, int n) {
+  GenerateRequest r;
+  r.prompt = prompt;
+  r.max_tokens = n;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.0f;
+  return e.generate(r, {}).ids;
+}
+
+std::vector<float> all_logits(Engine& e, const std::vector<int>& ids) {
+  const auto s = e.forward(ids, 0, true);
+  return {s.begin(), s.end()};
+}
+
+// top1 - top2 of one logit row.
+float margin(const float* row, int vocab) {
+  float a = -INFINITY, b = -INFINITY;
+  for (int i = 0; i < vocab; ++i) {
+    if (row[i] > a) {
+      b = a;
+      a = row[i];
+    } else if (row[i] > b) {
+      b = row[i];
+    }
+  }
+  return a - b;
+}
+
+struct Comparison {
+  std::vector<int> cpu_ids, ane_ids;
+  float max_diff = 0, tol = 0, max_logit = 0;
+  int first_near_tie = 0;     // first generated position whose CPU margin < 2 * max_diff (40: none)
+  int first_mismatch = 0;     // first position where the ids differ (40: none)
+  float mismatch_margin = 0;  // CPU top1 - top2 where the ids first differ
+  BackendStats ane_stats;
+};
+
+// Greedy 40 on both backends, then teacher-forced logits over prompt + CPU ids on both.
+Comparison compare(const std::string& path, const std::vector<int>& prompt, int n = 40) {
+  Comparison c;
+  auto cpu = load(path, Backend::kCpu);
+  auto ane = load(path, Backend::kAne);
+  c.ane_stats = ane->stats();
+  c.cpu_ids = greedy(*cpu, prompt, n);
+  c.ane_ids = greedy(*ane, prompt, n);
+  std::vector<int> seq = prompt;
+  seq.insert(seq.end(), c.cpu_ids.begin(), c.cpu_ids.end());
+  const std::vector<float> lc = all_logits(*cpu, seq), la = all_logits(*ane, seq);
+  const int vocab = cpu->config().vocab_size;
+  for (std::size_t i = 0; i < lc.size(); ++i) {
+    c.max_diff = std::max(c.max_diff, std::fabs(lc[i] - la[i]));
+    c.max_logit = std::max(c.max_logit, std::fabs(lc[i]));
+  }
+  c.tol = kRelTol * std::max(1.0f, c.max_logit);
+  // Both runs see the same prefix up to the first mismatch, so where CPU's margin exceeds twice the
+  // largest logit difference measured, the ANE argmax cannot differ.
+  auto row = [&](int i) {
+    return lc.data() + (prompt.size() - 1 + i) * static_cast<std::size_t>(vocab);
+  };
+  c.first_near_tie = n;
+  for (int i = 0; i < n; ++i)
+    if (margin(row(i), vocab) < 2 * c.max_diff) {
+      c.first_near_tie = i;
+      break;
+    }
+  c.first_mismatch = n;
+  for (int i = 0; i < n; ++i)
+    if (c.ane_ids[i] != c.cpu_ids[i]) {
+      c.first_mismatch = i;
+      c.mismatch_margin = margin(row(i), vocab);
+      break;
+    }
+  std::cout << "[" << std::filesystem::path(path).filename().string() << "] " << c.ane_stats.backend
+            << ": " << c.ane_stats.ane_programs << " programs, " << c.ane_stats.ane_compile_ms
+            << " ms; first id mismatch " << c.first_mismatch << "/" << n << " (CPU margin there "
+            << c.mismatch_margin << "), first CPU near-tie " << c.first_near_tie
+            << ", max |dlogit| " << c.max_diff << " (tol " << c.tol << ", max |logit| "
+            << c.max_logit << ")\n";
+  return c;
+}
+
+const std::vector<int> kStoriesPrompt = {1, 403, 407, 261, 378};
+
+TEST(AneBackend, Stories260KGreedyMatchesCpu) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  const Comparison c = compare(path.string(), kStoriesPrompt);
+  EXPECT_EQ(c.ane_ids, c.cpu_ids);
+  EXPECT_LE(c.max_diff, c.tol);
+  EXPECT_EQ(c.ane_stats.backend, "ane (simulator)");
+  // 5 layers x 2 programs x S {32, 128} + 1 LM-head chunk (vocab 512).
+  EXPECT_EQ(c.ane_stats.ane_programs, 21);
+  EXPECT_GT(c.ane_stats.ane_compile_ms, 0);
+}
+
+TEST(AneBackend, LlamaTinyRandomGreedyMatchesCpuUpToNearTie) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "llama-2-tiny-random.gguf");
+  const Comparison c = compare(path.string(), {1, 9038, 2501, 263, 931});
+  // Random weights give tiny margins (logits ~0.26): ids must agree up to the first position where
+  // CPU's top1 - top2 margin is below twice the measured logit difference (a near-tie, where
+  // either choice is legitimate).
+  EXPECT_GE(c.first_mismatch, c.first_near_tie);
+  EXPECT_LE(c.max_diff, c.tol);
+  // 1 layer x 2 x 2 buckets + 2 LM-head chunks (32000 = 16384 + 15616).
+  EXPECT_EQ(c.ane_stats.ane_programs, 6);
+}
+
+TEST(AneBackend, TinyQwen2GreedyMatchesCpu) {
+  const auto dir = anelm::testing::make_temp_dir("ane-qwen");
+  MakeModelOptions mo;
+  mo.shape = "tiny";
+  const MadeModel m = make_model(mo, (dir / "tiny-qwen2.gguf").string());
+  const Comparison c = compare(m.path, kStoriesPrompt);
+  EXPECT_EQ(c.ane_ids, c.cpu_ids);
+  EXPECT_LE(c.max_diff, c.tol);
+  EXPECT_EQ(c.ane_stats.ane_programs, m.config.n_layers * 2 * 2 + 1);
+}
+
+// A 150-token prefill runs as S=128 + S=32 chunks per layer; logits of every position must match
+// the CPU, and decode after it continues identically.
+TEST(AneBackend, PrefillAcrossBucketsMatchesCpu) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  auto cpu = load(path.string(), Backend::kCpu);
+  auto ane = load(path.string(), Backend::kAne);
+  std::vector<int> ids = kStoriesPrompt;
+  for (int i = 0; ids.size() < 150; ++i) ids.push_back(3 + (i * 37) % 500);
+  const std::vector<float> lc = all_logits(*cpu, ids), la = all_logits(*ane, ids);
+  ASSERT_EQ(lc.size(), la.size());
+  float diff = 0, mx = 0;
+  for (std::size_t i = 0; i < lc.size(); ++i) {
+    diff = std::max(diff, std::fabs(lc[i] - la[i]));
+    mx = std::max(mx, std::fabs(lc[i]));
+  }
+  std::cout << "[prefill 150] max |dlogit| " << diff << " (max |logit| " << mx << ")\n";
+  EXPECT_LE(diff, kRelTol * std::max(1.0f, mx));
+}
+
+// The second load with the same cache directory compiles nothing: every program is a cache hit.
+TEST(AneBackend, CompileCacheServesTheSecondStart) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  const auto cache = anelm::testing::make_temp_dir("ane-cache");
+  auto first = load(path.string(), Backend::kAne, cache.string());
+  EXPECT_EQ(first->stats().ane_cache_hits, 0);
+  auto second = load(path.string(), Backend::kAne, cache.string());
+  EXPECT_EQ(second->stats().ane_cache_hits, second->stats().ane_programs);
+  EXPECT_EQ(greedy(*first, kStoriesPrompt, 8), greedy(*second, kStoriesPrompt, 8));
+}
+
+}  // namespace
+}  // namespace anelm::engine

@@ -1,0 +1,285 @@
+// load_model: real GGUF files, role binding, all-at-once shape/dtype errors, requant, tying, HF dirs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/error.h"
+#include "engine/model_info.h"
+#include "engine/model_loader.h"
+#include "engine/quantize.h"
+#include "engine/safetensors.h"
+#include "tests/engine/loader_fixtures.h"
+#include "tests/support/shared_data.h"
+
+namespace anelm::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using anelm::testing::make_temp_dir;
+using namespace anelm::testing::loader;
+
+std::vector<float> to_f32(const TensorView& t) {
+  std::vector<float> out(t.numel());
+  row_to_f32(t.dtype, t.data, out.data(), t.numel());
+  return out;
+}
+
+Error load_error(const fs::path& p) {
+  try {
+    load_model(p.string());
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error loading " << p;
+  return Error(ErrorKind::kInternal, "none");
+}
+
+void expect_all(const Error& e, std::initializer_list<const char*> parts) {
+  for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << p << " not in: " << e.what();
+}
+
+TEST(ModelLoader, Stories260K) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  auto m = load_model(path.string());
+  const ModelConfig& c = m->config;
+  EXPECT_EQ(m->format, ModelFormat::kGguf);
+  EXPECT_EQ(c.arch, Arch::kLlama);
+  EXPECT_EQ(c.n_layers, 5);
+  EXPECT_EQ(c.d_model, 64);
+  EXPECT_EQ(c.d_ff, 172);
+  EXPECT_EQ(c.n_heads, 8);
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.rope_dim, 8);
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.max_ctx, 2048);
+  EXPECT_FLOAT_EQ(c.rms_eps, 1e-5f);
+  EXPECT_FLOAT_EQ(c.rope_theta, 10000.0f);
+  EXPECT_EQ(c.rope_layout, RopeLayout::kInterleaved);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.tie_embeddings);
+  EXPECT_EQ(c.bos_id, 1);
+  EXPECT_EQ(c.eos_ids, std::vector<int>{2});
+  const ModelWeights& w = m->weights;
+  ASSERT_EQ(w.layers.size(), 5u);
+  EXPECT_EQ(w.tok_embd.dtype, DType::kF32);
+  EXPECT_NE(w.lm_head.data, w.tok_embd.data);
+  EXPECT_EQ(w.layers[4].wk.shape[0], 32);
+  EXPECT_EQ(w.layers[4].wk.shape[1], 64);
+  EXPECT_EQ(w.layers[0].w_down.shape[1], 172);
+  EXPECT_TRUE(w.layers[0].bq.empty());
+  EXPECT_EQ(m->weight_bytes, 1171200);  // 292,800 f32 parameters
+}
+
+TEST(ModelLoader, LlamaTinyRandomF16) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "llama-2-tiny-random.gguf");
+  auto m = load_model(path.string());
+  const ModelConfig& c = m->config;
+  EXPECT_EQ(c.n_layers, 1);
+  EXPECT_EQ(c.d_model, 8);
+  EXPECT_EQ(c.d_ff, 32);
+  EXPECT_EQ(c.n_heads, 2);
+  EXPECT_EQ(c.n_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 4);
+  EXPECT_EQ(c.rope_dim, 4);
+  EXPECT_EQ(c.vocab_size, 32000);
+  EXPECT_EQ(c.max_ctx, 4096);
+  EXPECT_EQ(m->weights.layers[0].wq.dtype, DType::kF16);
+  EXPECT_EQ(m->weights.tok_embd.dtype, DType::kF16);
+  EXPECT_EQ(m->weights.out_norm.dtype, DType::kF32);
+  EXPECT_EQ(m->weights.lm_head.shape[0], 32000);
+}
+
+TEST(ModelLoader, RequantRealModelKeepsOddRows) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  auto ref = load_model(path.string());
+  auto m = load_model(path.string(), DType::kQ8_0);
+  EXPECT_EQ(m->weights.layers[0].wq.dtype, DType::kQ8_0);
+  EXPECT_EQ(m->weights.layers[0].w_down.dtype, DType::kF32);  // 172 columns: not whole blocks
+  EXPECT_EQ(m->weights.layers[0].attn_norm.dtype, DType::kF32);
+  std::vector<float> a = to_f32(ref->weights.layers[2].w_up), b = to_f32(m->weights.layers[2].w_up);
+  float amax = 0, maxerr = 0;
+  for (size_t i = 0; i < a.size(); ++i) amax = std::max(amax, std::fabs(a[i])), maxerr = std::max(maxerr, std::fabs(a[i] - b[i]));
+  EXPECT_LE(maxerr, amax / 127.0f * 0.5f + 1e-6f);
+  EXPECT_LT(m->weight_bytes, ref->weight_bytes);
+}
+
+TEST(ModelLoader, TinyGgufRequantToEveryType) {
+  fs::path dir = make_temp_dir("loader");
+  fs::path p = write_tiny_gguf(dir);
+  auto ref = load_model(p.string());
+  for (DType t : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kF32}) {
+    auto m = load_model(p.string(), t);
+    EXPECT_EQ(m->weights.layers[1].w_gate.dtype, t) << dtype_name(t);
+    EXPECT_EQ(m->weights.tok_embd.dtype, t);
+    EXPECT_EQ(m->weights.layers[1].ffn_norm.dtype, DType::kF32);
+    std::vector<float> a = to_f32(ref->weights.layers[1].wq), b = to_f32(m->weights.layers[1].wq);
+    double err = 0;
+    for (size_t i = 0; i < a.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(a[i] - b[i])));
+    const double tol = t == DType::kQ4_0 ? 0.05 / 8 * 1.01 : t == DType::kQ8_0 ? 0.05 / 127 : 0.05 / 128;
+    EXPECT_LE(err, tol) << dtype_name(t);
+  }
+}
+
+TEST(ModelLoader, F16NormsBecomeOwnedF32) {
+  fs::path dir = make_temp_dir("loader");
+  TinySpec spec;
+  spec.f16_norms = true;
+  auto m = load_model(write_tiny_gguf(dir, spec).string());
+  const TensorView& n = m->weights.layers[0].attn_norm;
+  EXPECT_EQ(n.dtype, DType::kF32);
+  EXPECT_EQ(n.nbytes, 64 * 4);
+  EXPECT_NEAR(static_cast<const float*>(n.data)[0], 1.0f + std::sin(3 * 0.0f + 3) * 0.05f, 1e-3);
+}
+
+TEST(ModelLoader, MissingTensorNamed) {
+  fs::path dir = make_temp_dir("loader");
+  TinySpec spec;
+  spec.omit = "blk.1.ffn_up.weight";
+  Error e = load_error(write_tiny_gguf(dir, spec));
+  EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  expect_all(e, {"blk.1.ffn_up.weight", "missing", "[d_ff, d_model]", "tiny.gguf"});
+}
+
+TEST(ModelLoader, AllProblemsReportedAtOnce) {
+  fs::path dir = make_temp_dir("loader");
+  TinySpec spec;
+  spec.omit = "blk.0.attn_v.weight";
+  spec.reshape = "blk.1.attn_k.weight";
+  spec.q8_norm = "output_norm.weight";
+  Error e = load_error(write_tiny_gguf(dir, spec));
+  EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+  expect_all(e, {"3 problem(s)", "'blk.0.attn_v.weight' is missing", "'blk.1.attn_k.weight' has shape [3, 5], expected [kv_dim, d_model] = [32, 64]",
+                 "'output_norm.weight' is q8_0"});
+}
+
+TEST(ModelLoader, QwenNeedsBiases) {
+  fs::path dir = make_temp_dir("loader");
+  TinySpec spec;
+  spec.qwen2 = true;
+  auto m = load_model(write_tiny_gguf(dir, spec).string());
+  EXPECT_TRUE(m->config.qkv_bias);
+  EXPECT_EQ(m->config.rope_layout, RopeLayout::kHalf);
+  EXPECT_EQ(m->weights.layers[1].bk.shape[0], 32);
+  spec.omit = "blk.0.attn_q.bias";
+  fs::path dir2 = make_temp_dir("loader");
+  expect_all(load_error(write_tiny_gguf(dir2, spec)), {"blk.0.attn_q.bias", "[q_dim]"});
+}
+
+TEST(ModelLoader, AbsentHeadIsTied) {
+  fs::path dir = make_temp_dir("loader");
+  TinySpec spec;
+  spec.omit = "output.weight";
+  auto m = load_model(write_tiny_gguf(dir, spec).string());
+  EXPECT_TRUE(m->config.tie_embeddings);
+  EXPECT_EQ(m->weights.lm_head.data, m->weights.tok_embd.data);
+  auto q = load_model(write_tiny_gguf(dir, spec).string(), DType::kQ8_0);
+  EXPECT_EQ(q->weights.lm_head.data, q->weights.tok_embd.data);
+  EXPECT_EQ(q->weights.lm_head.dtype, DType::kQ8_0);
+}
+
+TEST(ModelLoader, VocabOnlyAndNonModelPaths) {
+  fs::path dir = make_temp_dir("loader");
+  write_file(dir / "junk.bin", "not a model at all");
+  expect_all(load_error(dir / "junk.bin"), {"junk.bin", "neither a GGUF"});
+  expect_all(load_error(dir / "missing.gguf"), {"does not exist"});
+  expect_all(load_error(dir), {"config.json"});
+  ANELM_REQUIRE_SHARED_MODEL(vocab, "ggml-vocab-qwen2.gguf");
+  Error e = load_error(vocab);
+  expect_all(e, {"no tensors"});
+}
+
+TEST(ModelLoader, InvalidConfigListsEveryProblem) {
+  fs::path dir = make_temp_dir("loader");
+  RawGguf g;
+  g.kv = {{"general.architecture", kv_str("llama")}, {"llama.block_count", kv_u32(0)},
+          {"llama.embedding_length", kv_u32(64)}, {"llama.feed_forward_length", kv_u32(128)},
+          {"llama.attention.head_count", kv_u32(6)}, {"llama.attention.head_count_kv", kv_u32(4)},
+          {"llama.attention.layer_norm_rms_epsilon", kv_f32(-1.0f)}};
+  write_file(dir / "cfg.gguf", g.bytes());
+  Error e = load_error(dir / "cfg.gguf");
+  EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+  expect_all(e, {"n_layers = 0", "n_heads = 6", "rms_eps = -1", "vocab_size = 0", "cfg.gguf"});
+}
+
+TEST(ModelLoader, UnsupportedArchitectureNamed) {
+  fs::path dir = make_temp_dir("loader");
+  RawGguf g;
+  g.kv = {{"general.architecture", kv_str("mamba")}};
+  write_file(dir / "m.gguf", g.bytes());
+  Error e = load_error(dir / "m.gguf");
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  expect_all(e, {"'mamba'"});
+}
+
+// An HF directory written by hand: config.json + model.safetensors (bf16), tied embeddings.
+TEST(ModelLoader, HfDirectoryBindsAndChecks) {
+  fs::path dir = make_temp_dir("loader-hf");
+  write_file(dir / "config.json", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+    "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+    "vocab_size": 40, "rms_norm_eps": 1e-5, "tie_word_embeddings": true, "eos_token_id": [2, 3]})");
+  std::vector<SafetensorsWriter::Decl> decls = {
+      {"model.embed_tokens.weight", DType::kBF16, {40, 64}}, {"model.norm.weight", DType::kBF16, {64}},
+      {"model.layers.0.input_layernorm.weight", DType::kBF16, {64}},
+      {"model.layers.0.self_attn.q_proj.weight", DType::kBF16, {64, 64}},
+      {"model.layers.0.self_attn.k_proj.weight", DType::kBF16, {32, 64}},
+      {"model.layers.0.self_attn.v_proj.weight", DType::kBF16, {32, 64}},
+      {"model.layers.0.self_attn.o_proj.weight", DType::kBF16, {64, 64}},
+      {"model.layers.0.post_attention_layernorm.weight", DType::kBF16, {64}},
+      {"model.layers.0.mlp.gate_proj.weight", DType::kBF16, {96, 64}},
+      {"model.layers.0.mlp.up_proj.weight", DType::kBF16, {96, 64}},
+      {"model.layers.0.mlp.down_proj.weight", DType::kBF16, {64, 96}}};
+  {
+    SafetensorsWriter w((dir / "model.safetensors").string(), decls);
+    for (const auto& d : decls) {
+      int64_t n = 1;
+      for (int64_t s : d.shape) n *= s;
+      std::vector<uint16_t> v(n, f32_to_bf16(0.5f));
+      w.append_data(v.data(), v.size() * 2);
+    }
+    w.finish();
+  }
+  auto m = load_model(dir.string());
+  EXPECT_EQ(m->format, ModelFormat::kHf);
+  EXPECT_EQ(m->config.rope_layout, RopeLayout::kHalf);
+  EXPECT_EQ(m->config.eos_ids, (std::vector<int>{2, 3}));
+  EXPECT_EQ(m->weights.layers[0].wk.dtype, DType::kBF16);
+  EXPECT_EQ(m->weights.out_norm.dtype, DType::kF32);
+  EXPECT_FLOAT_EQ(static_cast<const float*>(m->weights.out_norm.data)[63], 0.5f);
+  EXPECT_EQ(m->weights.lm_head.data, m->weights.tok_embd.data);
+  auto q = load_model((dir / "model.safetensors").string(), DType::kQ4_0);
+  EXPECT_EQ(q->weights.layers[0].w_down.dtype, DType::kQ4_0);
+  EXPECT_FLOAT_EQ(to_f32(q->weights.layers[0].w_down)[5], 0.5f);
+
+  ModelInfo info = model_info(dir.string());
+  EXPECT_EQ(info.n_tensors, 11);
+  ASSERT_EQ(info.by_dtype.size(), 1u);
+  EXPECT_EQ(info.by_dtype[0].dtype, "BF16");
+  EXPECT_EQ(info.total_bytes, info.n_params * 2);
+
+  // A wrong shape in config.json against the same file names tensor and both shapes.
+  write_file(dir / "config.json", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+    "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+    "vocab_size": 40, "rms_norm_eps": 1e-5, "tie_word_embeddings": true})");
+  Error e = load_error(dir);
+  expect_all(e, {"3 problem(s)", "model.layers.0.mlp.gate_proj.weight", "[96, 64]", "[128, 64]"});
+}
+
+TEST(ModelInfo, GgufCountsPerType) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "llama-2-tiny-random.gguf");
+  ModelInfo info = model_info(path.string());
+  EXPECT_EQ(info.gguf_version, 3u);
+  EXPECT_EQ(info.n_tensors, 12);
+  ASSERT_EQ(info.by_dtype.size(), 2u);
+  EXPECT_EQ(info.by_dtype[0].dtype, "f16");
+  EXPECT_EQ(info.by_dtype[0].count, 9);
+  EXPECT_EQ(info.by_dtype[1].dtype, "f32");
+  EXPECT_EQ(info.by_dtype[1].count, 3);
+  EXPECT_EQ(info.by_dtype[1].bytes, 96);
+  EXPECT_EQ(info.config.vocab_size, 32000);
+  EXPECT_EQ(info.file_bytes, 1750560);
+}
+
+}  // namespace
+}  // namespace anelm::engine

@@ -1,0 +1,50 @@
+// Chat template adapter: the model's template family is rendered for the server's messages.
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "server/chat_prompt.h"
+
+namespace anelm::server {
+namespace {
+
+TEST(ChatPrompt, QwenChatMlGolden) {
+  tok::VocabData v;
+  v.chat_template =
+      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+      "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You "
+      "are a helpful assistant.<|im_end|>\\n' }}{%- endif %}";
+  std::string name;
+  ChatRenderer r = make_chat_renderer(v, &name);
+  EXPECT_EQ(name, "chatml");
+  EXPECT_EQ(r({{"system", "You are a helpful assistant."}, {"user", "Hello!"}}),
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(r({{"user", "Hello!"}}).rfind("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.", 0),
+            0u);
+}
+
+TEST(ChatPrompt, NoTemplateFallsBackToChatMl) {
+  tok::VocabData v;
+  std::string name;
+  ChatRenderer r = make_chat_renderer(v, &name);
+  EXPECT_EQ(name, "chatml-fallback");
+  EXPECT_NE(r({{"user", "Hi"}}).find("Hi"), std::string::npos);
+}
+
+TEST(ChatPrompt, TemplateRefusalIs400OnMessages) {
+  tok::VocabData v;
+  v.chat_template =
+      "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles "
+      "must alternate user/assistant/user/assistant/...') }}{% endif %}{{ bos_token + '[INST] ' }}<<SYS>>";
+  ChatRenderer r = make_chat_renderer(v);
+  try {
+    r({{"user", "a"}, {"user", "b"}});
+    SUCCEED() << "this template family accepts repeated roles";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "messages");
+  }
+}
+
+}  // namespace
+}  // namespace anelm::server

@@ -1,0 +1,66 @@
+// Test doubles for the server: a scripted engine and a byte-level tokenizer; no weights needed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anelm::testing {
+
+// Byte tokenizer: ids 0..255 are bytes; then <s> (BOS), </s> (EOS), <|im_start|>, <|im_end|> (EOG).
+class FakeTokenizer : public tok::Tokenizer {
+ public:
+  static constexpr int kBos = 256, kEos = 257, kImStart = 258, kImEnd = 259, kVocab = 260;
+  explicit FakeTokenizer(bool chatml = true);
+
+  std::vector<int> encode(std::string_view text, bool parse_special) const override;
+  std::string decode(const std::vector<int>& ids, bool skip_special = false) const override;
+  std::string token_bytes(int id) const override;
+  const tok::VocabData& vocab() const override { return vocab_; }
+  int vocab_size() const override { return kVocab; }
+  bool is_eog(int id) const override { return id == kEos || id == kImEnd; }
+  bool is_special(int id) const override { return id >= 256; }
+
+ private:
+  tok::VocabData vocab_;
+};
+
+// How the fake engine answers.
+struct FakeScript {
+  // The reply: `reply` when non-empty, else the prompt's byte tokens in order (an echo); then EOS.
+  std::string reply;
+  bool endless = false;          // never send EOS: repeat the reply until max_tokens or cancel
+  int prefill_ms = 0;            // simulated prefill time (the cancel flag is checked every ms)
+  int token_ms = 0;              // simulated time per generated token
+  int ctx = 256;                 // context size
+  bool throw_on_generate = false;  // generate() throws anelm::Error(kInternal)
+};
+
+class FakeEngine : public engine::Engine {
+ public:
+  explicit FakeEngine(FakeScript script = {});
+
+  const engine::ModelConfig& config() const override { return config_; }
+  int ctx() const override { return script_.ctx; }
+  engine::BackendStats stats() const override;
+  engine::GenerateResult generate(const engine::GenerateRequest& req,
+                                  const engine::TokenCallback& on_token) override;
+  std::span<const float> forward(std::span<const int>, int, bool) override { return {}; }
+
+  FakeScript& script() { return script_; }
+  std::atomic<int> started{0};     // generate() calls
+  std::atomic<int> cancelled{0};   // calls that ended with kCancelled
+  std::atomic<int> running{0};     // generate() calls in progress (must never exceed 1)
+  std::atomic<int> max_running{0};
+
+ private:
+  FakeScript script_;
+  engine::ModelConfig config_;
+};
+
+}  // namespace anelm::testing

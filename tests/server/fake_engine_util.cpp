@@ -1,0 +1,112 @@
+// Scripted fake engine and byte tokenizer used by the server tests.
+#include "fake_engine.h"
+
+#include <thread>
+
+#include "engine/error.h"
+
+namespace anelm::testing {
+
+namespace {
+const char* const kSpecials[] = {"<s>", "</s>", "<|im_start|>", "<|im_end|>"};
+}
+
+FakeTokenizer::FakeTokenizer(bool chatml) {
+  for (int i = 0; i < 256; ++i) vocab_.tokens.push_back(std::string(1, static_cast<char>(i)));
+  for (int i = 0; i < 4; ++i) {
+    vocab_.tokens.push_back(kSpecials[i]);
+    vocab_.added.push_back({256 + i, kSpecials[i], true});
+  }
+  vocab_.bos_id = kBos;
+  vocab_.eos_id = kEos;
+  vocab_.eog_ids = {kEos, kImEnd};
+  vocab_.add_bos = false;
+  if (chatml) vocab_.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}...{% endfor %}";
+}
+
+std::vector<int> FakeTokenizer::encode(std::string_view text, bool parse_special) const {
+  std::vector<int> ids;
+  for (size_t i = 0; i < text.size();) {
+    bool matched = false;
+    if (parse_special) {
+      for (int s = 0; s < 4 && !matched; ++s) {
+        std::string_view sp = kSpecials[s];
+        if (text.substr(i, sp.size()) == sp) {
+          ids.push_back(256 + s);
+          i += sp.size();
+          matched = true;
+        }
+      }
+    }
+    if (!matched) ids.push_back(static_cast<unsigned char>(text[i++]));
+  }
+  return ids;
+}
+
+std::string FakeTokenizer::decode(const std::vector<int>& ids, bool skip_special) const {
+  std::string out;
+  for (int id : ids)
+    if (!(skip_special && is_special(id))) out += token_bytes(id);
+  return out;
+}
+
+std::string FakeTokenizer::token_bytes(int id) const {
+  if (id < 0 || id >= kVocab) return {};
+  return vocab_.tokens[id];
+}
+
+FakeEngine::FakeEngine(FakeScript script) : script_(std::move(script)) {
+  config_.name = "fake";
+  config_.vocab_size = FakeTokenizer::kVocab;
+  config_.max_ctx = script_.ctx;
+  config_.eos_ids = {FakeTokenizer::kEos};
+}
+
+engine::BackendStats FakeEngine::stats() const {
+  engine::BackendStats s;
+  s.backend = "fake";
+  s.isa = "scalar";
+  return s;
+}
+
+engine::GenerateResult FakeEngine::generate(const engine::GenerateRequest& req,
+                                            const engine::TokenCallback& on_token) {
+  int now = ++running;
+  for (int m = max_running.load(); now > m && !max_running.compare_exchange_weak(m, now);) {}
+  started++;
+  struct Guard { std::atomic<int>& r; ~Guard() { r--; } } guard{running};
+  if (script_.throw_on_generate) throw Error(ErrorKind::kInternal, "fake engine failure");
+  if (req.prompt.empty()) throw Error(ErrorKind::kInvalidArgument, "empty prompt");
+  if (static_cast<int>(req.prompt.size()) + req.max_tokens > script_.ctx)
+    throw Error(ErrorKind::kInvalidArgument, "prompt + max_tokens exceeds the context");
+
+  engine::GenerateResult res;
+  res.prompt_tokens = static_cast<int>(req.prompt.size());
+  auto is_cancelled = [&] { return req.cancel && req.cancel->load(); };
+  for (int ms = 0; ms < script_.prefill_ms; ++ms) {
+    if (is_cancelled()) { res.finish = engine::FinishReason::kCancelled; cancelled++; return res; }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<int> reply;
+  for (unsigned char c : script_.reply) reply.push_back(c);
+  if (reply.empty())
+    for (int id : req.prompt) if (id < 256) reply.push_back(id);
+  if (reply.empty()) reply.push_back('x');
+  res.finish = engine::FinishReason::kLength;
+  for (size_t i = 0; static_cast<int>(res.ids.size()) < req.max_tokens; ++i) {
+    if (is_cancelled()) { res.finish = engine::FinishReason::kCancelled; cancelled++; return res; }
+    if (i == reply.size() && !script_.endless) { res.finish = engine::FinishReason::kStop; break; }
+    if (script_.token_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(script_.token_ms));
+    engine::TokenStep step;
+    step.id = reply[i % reply.size()];
+    step.logprob = -0.5f;
+    for (int k = 0; k < req.top_logprobs; ++k) step.top.emplace_back((step.id + k) % 256, -0.5f - k);
+    res.ids.push_back(step.id);
+    if (!on_token(step)) { res.finish = engine::FinishReason::kAborted; cancelled++; return res; }
+  }
+  res.decode_ms = 1.0;
+  res.prefill_ms = 1.0;
+  return res;
+}
+
+}  // namespace anelm::testing

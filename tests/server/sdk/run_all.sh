@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs the openai-SDK end-to-end checks against real anelm server processes on loopback:
+# stories260K.gguf (Llama, SentencePiece) and a generated tiny qwen2 model with the real Qwen2.5 tokenizer.
+# Usage: run_all.sh BUILD_DIR. Skips (exit 0, with a message) when ../shared is absent.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+build="${1:?usage: run_all.sh BUILD_DIR}"
+shared="${ANELM_SHARED_DIR:-$(cd "$root/.." && pwd)/shared}"
+if [ ! -d "$shared/models" ]; then
+  echo "sdk tests: skipped, shared test data not found at $shared (set ANELM_SHARED_DIR)"
+  exit 0
+fi
+
+work="$(mktemp -d /tmp/anelm-sdk.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+qwen="$work/tiny-qwen2-q25tok.gguf"
+"$build/anelm" make-model --arch qwen2 --shape tiny --dtype f16 --format gguf --out "$qwen" --seed 7 \
+  --tokenizer-from "$shared/models/qwen2.5-0.5b-instruct" >/dev/null
+
+status=0
+"$here/run.sh" "$build/anelm" "$shared/models/stories260K.gguf" || status=1
+"$here/run.sh" "$build/anelm" "$qwen" || status=1
+exit $status

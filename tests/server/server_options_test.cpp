@@ -1,0 +1,79 @@
+// ServerOptions: precedence CLI > config file > built-in defaults, validation, --help.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/error.h"
+#include "server/server_options.h"
+#include "tests/support/shared_data.h"
+
+namespace anelm::server {
+namespace {
+
+ParsedServerArgs parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "serve");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_server_args(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string write_config(const std::string& text) {
+  auto dir = testing::make_temp_dir("server_options");
+  std::string path = (dir / "server.json").string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ServerOptions, BuiltInDefaults) {
+  std::string cfg = write_config("{}");
+  auto p = parse({"--model", "m.gguf", "--config", cfg});
+  EXPECT_EQ(p.options.host, "127.0.0.1");
+  EXPECT_EQ(p.options.port, 8080);
+  EXPECT_EQ(p.options.backend, "cpu");
+  EXPECT_EQ(p.options.model, "m.gguf");
+}
+
+TEST(ServerOptions, CliOverridesConfigOverridesDefaults) {
+  std::string cfg = write_config(R"({"port": 9000, "max_queue": 3, "threads": 2, "_comment": "x"})");
+  auto p = parse({"--config", cfg, "--port", "9100", "--model", "m"});
+  EXPECT_EQ(p.options.port, 9100);     // CLI
+  EXPECT_EQ(p.options.max_queue, 3);   // config
+  EXPECT_EQ(p.options.threads, 2);     // config
+  EXPECT_EQ(p.options.ctx, 0);         // default
+}
+
+TEST(ServerOptions, RepositoryConfigParses) {
+  ServerOptions o;
+  const auto root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  std::ifstream in(root / "configs" / "server.json");
+  ASSERT_TRUE(in.good());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  apply_config_json(o, text, "configs/server.json");
+  validate_options(o);
+  EXPECT_EQ(o.host, "127.0.0.1");
+}
+
+TEST(ServerOptions, Rejections) {
+  std::string cfg = write_config("{}");
+  EXPECT_THROW(parse({"--config", cfg, "--port", "70000"}), Error);
+  EXPECT_THROW(parse({"--config", cfg, "--backend", "gpu"}), Error);
+  EXPECT_THROW(parse({"--config", cfg, "--host", "0.0.0.0"}), Error);  // no API key
+  EXPECT_NO_THROW(parse({"--config", cfg, "--host", "0.0.0.0", "--api-key", "k"}));
+  EXPECT_THROW(parse({"--config", cfg, "--bogus"}), Error);
+  EXPECT_THROW(parse({"--config", cfg, "--port", "abc"}), Error);
+  EXPECT_THROW(parse({"--config", write_config(R"({"prot": 1})")}), Error);
+  EXPECT_THROW(parse({"--config", write_config(R"({"port": "x"})")}), Error);
+  EXPECT_THROW(parse({"--config", "/nonexistent/server.json"}), Error);
+}
+
+TEST(ServerOptions, HelpListsFlags) {
+  auto p = parse({"--help"});
+  EXPECT_TRUE(p.show_help);
+  for (const char* flag : {"--model", "--host", "--port", "--backend", "--threads", "--ctx", "--api-key",
+                           "--max-queue", "--config"})
+    EXPECT_NE(p.help.find(flag), std::string::npos) << flag;
+}
+
+}  // namespace
+}  // namespace anelm::server

@@ -1,0 +1,101 @@
+// SSE framing and the OpenAI chunk/body serialisers.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/api_response.h"
+#include "server/sse.h"
+
+namespace anelm::server {
+namespace {
+
+using nlohmann::json;
+
+TEST(Sse, Framing) {
+  EXPECT_EQ(sse_data("{\"a\":1}"), "data: {\"a\":1}\n\n");
+  EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
+  EXPECT_EQ(sse_comment("ping"), ": ping\n\n");
+  EXPECT_EQ(sse_comment("a\nb"), ": a b\n\n");  // a comment can never end the event early
+  std::string err = sse_error(internal_error("boom"));
+  EXPECT_EQ(err.rfind("data: {\"error\":", 0), 0u);
+  EXPECT_EQ(err.substr(err.size() - 2), "\n\n");
+}
+
+TEST(Sse, PayloadNewlinesAreEscaped) {
+  auto ser = make_completion_serializer({"cmpl-1", 5, "m", false, false});
+  std::string payload = ser->delta_chunk("a\nb\n\n", {});
+  EXPECT_EQ(payload.find('\n'), std::string::npos);
+  EXPECT_EQ(json::parse(payload)["choices"][0]["text"], "a\nb\n\n");
+}
+
+TEST(Serializer, CompletionChunkAndBody) {
+  auto ser = make_completion_serializer({"cmpl-1", 5, "m", true, false});
+  EXPECT_FALSE(ser->start_chunk().has_value());
+  json c = json::parse(ser->delta_chunk("hi", {}));
+  EXPECT_EQ(c["object"], "text_completion");
+  EXPECT_EQ(c["id"], "cmpl-1");
+  EXPECT_EQ(c["created"], 5);
+  EXPECT_EQ(c["model"], "m");
+  EXPECT_TRUE(c["usage"].is_null());
+  EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
+  EXPECT_TRUE(c["choices"][0].contains("logprobs"));
+  json f = json::parse(ser->finish_chunk("length"));
+  EXPECT_EQ(f["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(f["choices"][0]["text"], "");
+  json u = json::parse(ser->usage_chunk({3, 2, 0}));
+  EXPECT_TRUE(u["choices"].empty());
+  EXPECT_EQ(u["usage"]["total_tokens"], 5);
+  json b = json::parse(ser->body("hello", "stop", {3, 2, 1}, {}));
+  EXPECT_EQ(b["choices"][0]["text"], "hello");
+  EXPECT_EQ(b["choices"][0]["index"], 0);
+  EXPECT_EQ(b["usage"]["prompt_tokens"], 3);
+  EXPECT_EQ(b["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], 1);
+}
+
+TEST(Serializer, ChatChunkOrderShapes) {
+  auto ser = make_chat_serializer({"chatcmpl-1", 7, "m", false, false});
+  json first = json::parse(*ser->start_chunk());
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_FALSE(first.contains("usage"));  // only with include_usage
+  json d = json::parse(ser->delta_chunk("Hi", {}));
+  EXPECT_FALSE(d["choices"][0]["delta"].contains("role"));
+  EXPECT_EQ(d["choices"][0]["delta"]["content"], "Hi");
+  json f = json::parse(ser->finish_chunk("stop"));
+  EXPECT_TRUE(f["choices"][0]["delta"].empty());
+  EXPECT_EQ(f["choices"][0]["finish_reason"], "stop");
+  json b = json::parse(ser->body("Hi", "length", {1, 1, 0}, {}));
+  EXPECT_EQ(b["object"], "chat.completion");
+  EXPECT_EQ(b["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(b["choices"][0]["message"]["content"], "Hi");
+  EXPECT_EQ(b["choices"][0]["finish_reason"], "length");
+}
+
+TEST(Serializer, LogprobsShapes) {
+  std::vector<TokenLogprob> lps = {{"a", -0.5f, {{"a", -0.5f}, {"b", -1.5f}}, 0}};
+  auto comp = make_completion_serializer({"c", 1, "m", false, true});
+  json b = json::parse(comp->body("a", "stop", {}, lps));
+  EXPECT_EQ(b["choices"][0]["logprobs"]["tokens"][0], "a");
+  EXPECT_EQ(b["choices"][0]["logprobs"]["top_logprobs"][0]["b"], -1.5);
+  EXPECT_EQ(b["choices"][0]["logprobs"]["text_offset"][0], 0);
+  auto chat = make_chat_serializer({"c", 1, "m", false, true});
+  json cb = json::parse(chat->body("a", "stop", {}, lps));
+  EXPECT_EQ(cb["choices"][0]["logprobs"]["content"][0]["bytes"][0], 97);
+  EXPECT_EQ(cb["choices"][0]["logprobs"]["content"][0]["top_logprobs"][1]["token"], "b");
+}
+
+TEST(Serializer, InvalidUtf8IsReplacedNotThrown) {
+  auto ser = make_completion_serializer({"c", 1, "m", false, false});
+  json b = json::parse(ser->body("ok\xff", "stop", {}, {}));
+  EXPECT_EQ(b["choices"][0]["text"], "ok\xef\xbf\xbd");
+}
+
+TEST(Serializer, ResponseIdsAreUnique) {
+  EXPECT_NE(make_response_id("cmpl-"), make_response_id("cmpl-"));
+  EXPECT_EQ(make_response_id("chatcmpl-").rfind("chatcmpl-", 0), 0u);
+}
+
+}  // namespace
+}  // namespace anelm::server
