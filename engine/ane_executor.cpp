@@ -242,6 +242,9 @@ class AneLayer final : public LayerExecutor {
   }
 
   void run_layer(const LayerBatch& b) override {
+    if (b.layer != layer_)  // the programs bake this layer's weights
+      throw Error(ErrorKind::kInternal, "ANE executor of layer " + std::to_string(layer_) +
+                                            " called for layer " + std::to_string(b.layer));
     Activations& a = *b.acts;
     const ModelConfig& c = s_.cfg;
     const std::int64_t d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim();

@@ -61,7 +61,9 @@ TEST(ChatTemplate, Qwen25DefaultSystemPrompt) {
             "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
             "<|im_start|>user\nHello<|im_end|>\n"
             "<|im_start|>assistant\n");
-  EXPECT_EQ(t.render({{"system", "Be brief."}, {"user", "Hi"}}, {.add_generation_prompt = false}),
+  ChatOptions no_prompt;
+  no_prompt.add_generation_prompt = false;
+  EXPECT_EQ(t.render({{"system", "Be brief."}, {"user", "Hi"}}, no_prompt),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
 }
 

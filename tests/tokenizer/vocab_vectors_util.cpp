@@ -17,7 +17,10 @@ std::string read_text_file(const std::filesystem::path& file) {
 
 std::string ids_to_string(const std::vector<int>& ids) {
   std::string s;
-  for (int id : ids) s += " " + std::to_string(id);
+  for (int id : ids) {
+    s += ' ';
+    s += std::to_string(id);
+  }
   return s;
 }
 
