@@ -111,9 +111,18 @@ HttpResponse collect(ServerContext& ctx, const PreparedGeneration& gen, EventCha
   OutputState st(ctx.tokenizer(), gen);
   std::string text = gen.echo_text;
   std::vector<GenerationEvent> evs;
+  auto last_check = std::chrono::steady_clock::now();
   for (;;) {
     evs.clear();
-    ch.wait_pop(evs, std::chrono::milliseconds(200));
+    ch.wait_pop(evs, std::chrono::milliseconds(50));
+    const auto now = std::chrono::steady_clock::now();
+    if (gen.client_gone && now - last_check >= std::chrono::milliseconds(50)) {
+      last_check = now;
+      if (gen.client_gone()) {
+        ch.cancel();  // the client hung up: free the engine within a token
+        throw ApiError(499, "invalid_request_error", "the client closed the connection");
+      }
+    }
     for (const GenerationEvent& ev : evs) {
       if (ev.kind == GenerationEvent::Kind::kToken) {
         text += st.on_token(ev.step);

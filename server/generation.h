@@ -1,6 +1,7 @@
 // Runs one admitted generation for an HTTP request: tokens -> text deltas -> JSON body or SSE stream.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct PreparedGeneration {
   bool include_usage = false;
   bool want_logprobs = false;          // return per-token logprobs
   std::string echo_text;               // prepended to the output (completions echo)
+  std::function<bool()> client_gone;   // non-streamed: cancel the job once this is true
 };
 
 // Token ids -> emitted text: skips special tokens, holds back split UTF-8 characters (StreamDecoder)

@@ -1,5 +1,6 @@
 // cpp-httplib adapter (the only includer of httplib.h): routing, policy checks, error boundary, SSE.
 #include "server/http_server.h"
+#include "server/peer_socket.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -75,6 +76,8 @@ HttpRequest to_request(const httplib::Request& in) {
     r.headers.emplace(std::move(key), v);
   }
   r.body = in.body;
+  auto watch = std::make_shared<PeerSocketWatch>(in.remote_addr, in.remote_port, in.local_port);
+  r.client_gone = [watch] { return watch->closed(); };
   return r;
 }
 

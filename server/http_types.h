@@ -15,6 +15,8 @@ struct HttpRequest {
   std::string path;                           // normalised: repeated slashes collapsed
   std::map<std::string, std::string> headers; // lower-cased names
   std::string body;
+  // True once the client has hung up (polled while a non-streamed response is being generated).
+  std::function<bool()> client_gone;
 
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

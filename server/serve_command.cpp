@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -52,12 +53,23 @@ class ProgressReporter {
   int last_pct_ = -1;
 };
 
+// $XDG_CACHE_HOME/anelm/ane, else ~/.cache/anelm/ane: compiled programs survive restarts.
+std::string default_ane_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/anelm/ane";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/anelm/ane";
+  return "";
+}
+
 engine::EngineOptions engine_options(const ServerOptions& o, const std::string& path) {
   engine::EngineOptions e;
   e.model_path = path;
   e.backend = o.backend == "ane" ? engine::Backend::kAne : engine::Backend::kCpu;
   e.threads = o.threads;
   e.ctx = o.ctx;
+  if (o.weights == "f16") e.weights = engine::DType::kF16;
+  if (o.weights == "q8_0") e.weights = engine::DType::kQ8_0;
+  if (o.weights == "q4_0") e.weights = engine::DType::kQ4_0;
+  e.ane_cache_dir = o.ane_cache_dir == "auto" ? default_ane_cache_dir() : o.ane_cache_dir;
   return e;
 }
 
@@ -67,6 +79,7 @@ void load_model(ServerContext& ctx, ModelBundle& bundle) {
     ProgressReporter progress(ctx);
     ResolveOptions ro;
     ro.model = ctx.options().model;
+    ro.offline = ctx.options().offline;
     ro.progress = [&](const std::string& file, int64_t done, int64_t total) {
       progress("download " + file, done, total);
     };

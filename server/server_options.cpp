@@ -37,6 +37,11 @@ void add_flags(cxxopts::Options& o) {
        cxxopts::value<std::string>())
       ("max-queue", "requests that may wait for the engine (default " + std::to_string(d.max_queue) + ")",
        cxxopts::value<int>())
+      ("offline", "never download a missing model")
+      ("weights", "re-quantize weights at load: f16 | q8_0 | q4_0 (default: as stored)",
+       cxxopts::value<std::string>())
+      ("ane-cache", "directory of compiled ANE programs (default auto: ~/.cache/anelm/ane; '' disables)",
+       cxxopts::value<std::string>())
       ("config", "JSON file of defaults (default: configs/server.json when present)",
        cxxopts::value<std::string>())
       ("h,help", "show this help");
@@ -75,6 +80,9 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
   if (r.count("ctx")) o.ctx = r["ctx"].as<int>();
   if (r.count("api-key")) o.api_key = r["api-key"].as<std::string>();
   if (r.count("max-queue")) o.max_queue = r["max-queue"].as<int>();
+  if (r.count("offline")) o.offline = true;
+  if (r.count("weights")) o.weights = r["weights"].as<std::string>();
+  if (r.count("ane-cache")) o.ane_cache_dir = r["ane-cache"].as<std::string>();
 }
 
 }  // namespace
@@ -100,6 +108,9 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "ctx") take(j, "ctx", o.ctx, source);
     else if (k == "api_key") take(j, "api_key", o.api_key, source);
     else if (k == "max_queue") take(j, "max_queue", o.max_queue, source);
+    else if (k == "offline") take(j, "offline", o.offline, source);
+    else if (k == "weights") take(j, "weights", o.weights, source);
+    else if (k == "ane_cache_dir") take(j, "ane_cache_dir", o.ane_cache_dir, source);
     else if (k == "http_threads") take(j, "http_threads", o.http_threads, source);
     else if (k == "max_body_bytes") take(j, "max_body_bytes", o.max_body_bytes, source);
     else if (k == "read_timeout_s") take(j, "read_timeout_s", o.read_timeout_s, source);
@@ -121,6 +132,8 @@ void validate_options(const ServerOptions& o) {
   need(o.backend == "cpu" || o.backend == "ane", "--backend must be cpu or ane, got '" + o.backend + "'");
   need(o.threads >= 0 && o.threads <= 1024, "--threads must be in [0, 1024]");
   need(o.ctx >= 0 && o.ctx <= (1 << 20), "--ctx must be in [0, 1048576]");
+  need(o.weights.empty() || o.weights == "f16" || o.weights == "q8_0" || o.weights == "q4_0",
+       "--weights must be f16, q8_0 or q4_0, got '" + o.weights + "'");
   need(o.max_queue >= 0 && o.max_queue <= 4096, "--max-queue must be in [0, 4096]");
   need(o.http_threads >= 2 && o.http_threads <= 4096, "http_threads must be in [2, 4096]");
   need(o.max_body_bytes >= 1024, "max_body_bytes must be at least 1024");

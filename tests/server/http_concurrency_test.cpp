@@ -114,6 +114,27 @@ TEST(HttpConcurrency, DisconnectDuringPrefillCancels) {
   EXPECT_EQ(s.context().worker().active(), 0);
 }
 
+// A non-streamed response writes nothing until the end, so only the socket watch can see the
+// hang-up: during decode and during prefill.
+TEST(HttpConcurrency, NonStreamingClientGoneIsCancelled) {
+  for (bool in_prefill : {false, true}) {
+    FakeScript sc;
+    sc.endless = !in_prefill;
+    sc.token_ms = 5;
+    sc.prefill_ms = in_prefill ? 10000 : 0;
+    TestServer s(sc);
+    std::thread t([&] {
+      auto c = s.client();
+      c.set_read_timeout(0, 300 * 1000);
+      c.Post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 200}}.dump(), "application/json");
+    });
+    t.join();
+    EXPECT_TRUE(wait_until([&] { return s.engine().cancelled.load() == 1; }, 3000))
+        << (in_prefill ? "prefill" : "decode") << ": the abandoned job was not cancelled";
+    EXPECT_TRUE(wait_until([&] { return s.context().worker().active() == 0; }, 1000));
+  }
+}
+
 TEST(HttpConcurrency, DrainEndsStreamsWithAnError) {
   FakeScript sc;
   sc.endless = true;

@@ -12,6 +12,15 @@ if [ ! -d "$shared/models" ]; then
   exit 0
 fi
 
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  source "$root/scripts/lib/common.sh"
+  install_debs nodejs npm
+fi
+if [ ! -d "$here/node_modules/openai" ]; then
+  echo "sdk tests: installing the openai npm SDK (npm ci)"
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
 work="$(mktemp -d /tmp/anelm-sdk.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 qwen="$work/tiny-qwen2-q25tok.gguf"
