@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts `BINARY serve --model MODEL` on a free loopback port, waits for /health 200, runs the
 # openai-SDK checks (check.mjs), stops the server. Exit status non-zero on any failure; prints
-# 'N passed, M failed'. Usage: run.sh BINARY MODEL   (env: ANELM_SDK_HEALTH_TIMEOUT seconds, default 180)
+# 'N passed, M failed'. Usage: run.sh BINARY MODEL [EXTRA_CHECK]   (env: ANELM_SDK_HEALTH_TIMEOUT seconds, default 180)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:?usage: run.sh BINARY MODEL}"
@@ -54,6 +54,9 @@ done
 echo "sdk: $(basename "$model") on $base"
 node "$here/check.mjs" "$base/v1"
 status=$?
+if [ -n "${3:-}" ]; then  # an extra check script, given the base URL
+  "$3" "$base" || status=1
+fi
 
 kill -TERM "$pid" 2>/dev/null
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

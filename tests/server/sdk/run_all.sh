@@ -28,6 +28,6 @@ qwen="$work/tiny-qwen2-q25tok.gguf"
   --tokenizer-from "$shared/models/qwen2.5-0.5b-instruct" >/dev/null
 
 status=0
-"$here/run.sh" "$build/anelm" "$shared/models/stories260K.gguf" || status=1
+"$here/run.sh" "$build/anelm" "$shared/models/stories260K.gguf" "$here/readme_examples.sh" || status=1
 "$here/run.sh" "$build/anelm" "$qwen" || status=1
 exit $status
