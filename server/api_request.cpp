@@ -112,9 +112,11 @@ void reject_unsupported(const json& j) {
     throw invalid_field("model", "model must be a string");
 }
 
-GenerationFields parse_generation_fields(const json& j, const char* max_tokens_name) {
+GenerationFields parse_generation_fields(const json& j, const char* max_tokens_name,
+                                         const engine::SamplingParams& defaults) {
   reject_unsupported(j);
   GenerationFields g;
+  g.sampling = defaults;
   if (auto mt = get_int(j, max_tokens_name, 0, kMaxTokensCap)) g.max_tokens = static_cast<int>(*mt);
   engine::SamplingParams& s = g.sampling;
   if (auto v = get_number(j, "temperature", 0.0, 2.0)) s.temperature = *v;
@@ -196,10 +198,10 @@ ChatMessage parse_message(const json& m, size_t index) {
 
 }  // namespace
 
-CompletionRequest parse_completion_request(std::string_view body) {
+CompletionRequest parse_completion_request(std::string_view body, const engine::SamplingParams& defaults) {
   json j = parse_object(body);
   CompletionRequest r;
-  r.gen = parse_generation_fields(j, "max_tokens");
+  r.gen = parse_generation_fields(j, "max_tokens", defaults);
   parse_prompt(j, r);
   r.echo = get_bool(j, "echo", false);
   if (const json* lp = field(j, "logprobs")) {
@@ -210,11 +212,11 @@ CompletionRequest parse_completion_request(std::string_view body) {
   return r;
 }
 
-ChatRequest parse_chat_request(std::string_view body) {
+ChatRequest parse_chat_request(std::string_view body, const engine::SamplingParams& defaults) {
   json j = parse_object(body);
   ChatRequest r;
   const bool new_name = field(j, "max_completion_tokens") != nullptr;
-  r.gen = parse_generation_fields(j, new_name ? "max_completion_tokens" : "max_tokens");
+  r.gen = parse_generation_fields(j, new_name ? "max_completion_tokens" : "max_tokens", defaults);
   const json* msgs = field(j, "messages");
   if (!msgs || !msgs->is_array() || msgs->empty())
     throw invalid_field("messages", "messages must be a non-empty array");

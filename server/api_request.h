@@ -53,8 +53,10 @@ struct DetokenizeRequest {
 };
 
 // Each throws ApiError (400, param = the offending field) on invalid input.
-CompletionRequest parse_completion_request(std::string_view body);
-ChatRequest parse_chat_request(std::string_view body);
+// `defaults`: sampling for fields the request leaves out (the model preset's; OpenAI's otherwise).
+CompletionRequest parse_completion_request(std::string_view body,
+                                           const engine::SamplingParams& defaults = {});
+ChatRequest parse_chat_request(std::string_view body, const engine::SamplingParams& defaults = {});
 TokenizeRequest parse_tokenize_request(std::string_view body);
 DetokenizeRequest parse_detokenize_request(std::string_view body);
 

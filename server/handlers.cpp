@@ -64,6 +64,7 @@ HttpResponse handle_health(ServerContext& ctx, const HttpRequest&) {
     j["status"] = s == ServerState::kReady ? "ok" : "draining";
     j["backend"] = ctx.backend_stats().backend;
     j["n_ctx"] = ctx.n_ctx();
+    j["preset"] = ctx.model().preset;
     j["queue_depth"] = ctx.worker().queue_depth();
     j["requests_processing"] = ctx.worker().active();
     j["backend_stats"] = stats_json(ctx.backend_stats());

@@ -70,7 +70,7 @@ std::vector<int> completion_prompt(const tok::Tokenizer& tk, const CompletionReq
 
 HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
-  CompletionRequest r = parse_completion_request(req.body);
+  CompletionRequest r = parse_completion_request(req.body, ctx.model().sampling);
   const tok::Tokenizer& tk = ctx.tokenizer();
   PreparedGeneration g = prepare(ctx, r.gen, completion_prompt(tk, r), ctx.options().default_max_tokens);
   g.client_gone = req.client_gone;
@@ -81,7 +81,7 @@ HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
 
 HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
-  ChatRequest r = parse_chat_request(req.body);
+  ChatRequest r = parse_chat_request(req.body, ctx.model().sampling);
   const tok::Tokenizer& tk = ctx.tokenizer();
   std::vector<int> ids = tk.encode(ctx.model().chat(r.messages), /*parse_special=*/true);
   maybe_add_bos(tk, ids);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "engine/error.h"
 #include "server/http_server.h"
 #include "server/model_bundle.h"
+#include "server/model_preset.h"
 #include "server/model_resolver.h"
 #include "server/server_context.h"
 #include "server/server_options.h"
@@ -60,6 +62,12 @@ std::string default_ane_cache_dir() {
   return "";
 }
 
+// "auto": the configs/models folder beside the default server config.
+std::string presets_dir(const ServerOptions& o) {
+  if (o.presets_dir != "auto") return o.presets_dir;
+  return (std::filesystem::path(ANELM_SOURCE_DIR) / "configs" / "models").string();
+}
+
 engine::EngineOptions engine_options(const ServerOptions& o, const std::string& path) {
   engine::EngineOptions e;
   e.model_path = path;
@@ -89,6 +97,12 @@ void load_model(ServerContext& ctx, ModelBundle& bundle) {
     bundle = load_model_bundle(engine_options(ctx.options(), path), std::ref(progress));
     ModelRuntime rt{bundle.engine.get(), bundle.tokenizer.get(),
                     ctx.options().model_id.empty() ? bundle.model_id : ctx.options().model_id, {}};
+    ModelPreset preset = find_model_preset(presets_dir(ctx.options()), path);
+    if (!preset.name.empty()) {
+      spdlog::info("model preset name={} source={}", preset.name, preset.source);
+      rt.preset = preset.name;
+      rt.sampling = preset.sampling;
+    }
     ctx.set_ready(std::move(rt));
     const auto& st = ctx.backend_stats();
     spdlog::info("ready model={} backend={} isa={} n_ctx={}", ctx.model().model_id, st.backend, st.isa,

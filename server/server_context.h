@@ -25,6 +25,8 @@ struct ModelRuntime {
   const tok::Tokenizer* tokenizer = nullptr;
   std::string model_id;
   ChatRenderer chat;  // empty: make_chat_renderer(tokenizer->vocab())
+  std::string preset;                     // model preset name ("" for none)
+  engine::SamplingParams sampling;        // defaults for fields a request leaves out (from the preset)
 };
 
 class ServerContext {

@@ -40,6 +40,8 @@ void add_flags(cxxopts::Options& o) {
       ("offline", "never download a missing model")
       ("weights", "re-quantize weights at load: f16 | q8_0 | q4_0 (default: as stored)",
        cxxopts::value<std::string>())
+      ("presets", "directory of model presets (default auto: configs/models; '' disables)",
+       cxxopts::value<std::string>())
       ("ane-cache", "directory of compiled ANE programs (default auto: ~/.cache/anelm/ane; '' disables)",
        cxxopts::value<std::string>())
       ("config", "JSON file of defaults (default: configs/server.json when present)",
@@ -82,6 +84,7 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
   if (r.count("max-queue")) o.max_queue = r["max-queue"].as<int>();
   if (r.count("offline")) o.offline = true;
   if (r.count("weights")) o.weights = r["weights"].as<std::string>();
+  if (r.count("presets")) o.presets_dir = r["presets"].as<std::string>();
   if (r.count("ane-cache")) o.ane_cache_dir = r["ane-cache"].as<std::string>();
 }
 
@@ -110,6 +113,7 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "max_queue") take(j, "max_queue", o.max_queue, source);
     else if (k == "offline") take(j, "offline", o.offline, source);
     else if (k == "weights") take(j, "weights", o.weights, source);
+    else if (k == "presets_dir") take(j, "presets_dir", o.presets_dir, source);
     else if (k == "ane_cache_dir") take(j, "ane_cache_dir", o.ane_cache_dir, source);
     else if (k == "http_threads") take(j, "http_threads", o.http_threads, source);
     else if (k == "max_body_bytes") take(j, "max_body_bytes", o.max_body_bytes, source);

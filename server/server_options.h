@@ -20,6 +20,7 @@ struct ServerOptions {
   std::string config_file;             // --config: JSON file of defaults
   bool offline = false;                // --offline: never download a missing model
   std::string weights;                 // --weights: re-quantize at load (f16 | q8_0 | q4_0); empty: as stored
+  std::string presets_dir = "auto";    // --presets: model presets; "auto": configs/models of the source tree; "": none
   std::string ane_cache_dir = "auto";  // --ane-cache: compiled ANE programs; "auto": ~/.cache/anelm/ane; "": off
   int http_threads = 64;               // HTTP worker threads (each open connection holds one)
   size_t max_body_bytes = 4u << 20;    // larger request bodies get 413

@@ -190,7 +190,9 @@ TEST(ModelMaker, TokenizerCopiedFromGguf) {
   auto src = GgufFile::open(vocab.string());
   auto out = GgufFile::open(m.path);
   for (const std::string& k : src->keys()) {
-    if (k.starts_with("tokenizer.")) EXPECT_EQ(out->raw_value(k), src->raw_value(k)) << k;
+    if (k.starts_with("tokenizer.")) {
+      EXPECT_EQ(out->raw_value(k), src->raw_value(k)) << k;
+    }
   }
   EXPECT_EQ(load_model(m.path)->config.bos_id, 1);
   o.format = ModelFormat::kHf;  // SentencePiece vocab cannot become HF BPE files
