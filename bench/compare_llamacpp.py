@@ -41,7 +41,9 @@ def main():
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models-dir", default="/tmp/anelm-bench")
+    ap.add_argument("--anelm-args", default="", help="extra flags for `anelm bench` (e.g. '--weights q4_0')")
     a = ap.parse_args()
+    extra = a.anelm_args.split()
 
     common = ["--prompt-tokens", str(a.prompt_tokens), "--gen-tokens", str(a.gen_tokens),
               "--threads", str(a.threads), "--reps", str(a.reps)]
@@ -53,15 +55,17 @@ def main():
         model = ensure_model(a.anelm, dtype, a.models_dir)
         rounds = []
         for _ in range(a.rounds):
+            load = os.getloadavg()[0]  # a round started on a busy machine is noise (see peers/README)
             peer = run_json([a.peer, model] + common)
-            ours = run_json([a.anelm, "bench", "--model", model, "--json"] + common)
-            rounds.append({"anelm": ours, "llamacpp": peer,
+            ours = run_json([a.anelm, "bench", "--model", model, "--json"] + common + extra)
+            rounds.append({"anelm": ours, "llamacpp": peer, "loadavg_1m": load,
                            "prefill_ratio": ours["prefill_tok_s"] / peer["prefill_tok_s"],
                            "decode_ratio": ours["decode_tok_s"] / peer["decode_tok_s"]})
         pr = [r["prefill_ratio"] for r in rounds]
         dr = [r["decode_ratio"] for r in rounds]
         last = rounds[-1]
-        weight_bytes = last["anelm"].get("weight_bytes", 0)
+        # Bytes per decode step: every weight once plus the KV cache (the bench's full context).
+        weight_bytes = last["anelm"].get("weight_bytes", 0) + last["anelm"].get("kv_bytes", 0)
         ceiling = (membw["read_gb_s"] * 1e9 / weight_bytes) if weight_bytes else None
         report["models"].append({
             "model": os.path.basename(model), "dtype": dtype,
@@ -73,6 +77,8 @@ def main():
             "llamacpp_decode_tok_s": [r["llamacpp"]["decode_tok_s"] for r in rounds],
             "decode_ceiling_tok_s": ceiling,
             "anelm_decode_share_of_ceiling": (statistics.median(r["anelm"]["decode_tok_s"] for r in rounds) / ceiling) if ceiling else None,
+            "llamacpp_decode_share_of_ceiling": (statistics.median(r["llamacpp"]["decode_tok_s"] for r in rounds) / ceiling) if ceiling else None,
+            "loadavg_1m": [r["loadavg_1m"] for r in rounds],
             "anelm_peak_rss_bytes": last["anelm"].get("peak_rss_bytes"),
             "llamacpp_peak_rss_bytes": last["llamacpp"].get("peak_rss_bytes"),
             "anelm_load_ms": last["anelm"].get("load_ms"), "llamacpp_load_ms": last["llamacpp"].get("load_ms"),

@@ -1,7 +1,12 @@
-// Persistent worker threads for parallel_for: spin briefly for the next job, then sleep on a futex;
-// chunks are claimed from a job-tagged atomic cursor so stale or late workers never run a wrong job.
+// Persistent worker threads for parallel_for: spin for the next job, then sleep on a futex; chunks
+// are claimed from a job-tagged atomic cursor so stale or late workers never run a wrong job.
 #include "engine/thread_pool.h"
 
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #endif
@@ -10,9 +15,11 @@ namespace anelm::engine {
 
 namespace {
 
-// Spin iterations before sleeping: long enough to catch back-to-back kernels of one forward pass
-// (tens of microseconds), short enough not to burn a shared core between requests.
-constexpr int kSpinIterations = 10000;
+// Worker spin before sleeping: covers the gap between two decode steps (argmax over the vocab,
+// sampling, the caller's inline norms) so a token never pays a futex wake-up; ~1-2 ms of pause.
+constexpr int kWorkerSpin = 50000;
+// Caller spin while waiting for claimed chunks (they are short: one share of one matmul).
+constexpr int kCallerSpin = 200000;
 constexpr int kIndexBits = 40;
 constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
 constexpr uint64_t kJobMask = (uint64_t{1} << (64 - kIndexBits)) - 1;
@@ -25,6 +32,23 @@ inline void cpu_relax() {
 #endif
 }
 
+// Sleeps while *word == expected (returns at once otherwise; spurious returns are fine).
+inline void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+#else
+  while (word.load(std::memory_order_acquire) == expected) std::this_thread::yield();
+#endif
+}
+
+inline void futex_wake_all(std::atomic<uint32_t>& word) {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr, nullptr, 0);
+#else
+  (void)word;
+#endif
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -33,13 +57,13 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  stop_.store(true, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(generation_);
   for (auto& t : threads_) t.join();
 }
 
-void ThreadPool::run_chunks(uint64_t job, int index) {
+void ThreadPool::run_chunks(uint32_t job, int index) {
   const uint64_t tag = (job & kJobMask) << kIndexBits;
   uint64_t c = cursor_.load(std::memory_order_acquire);
   for (;;) {
@@ -52,46 +76,57 @@ void ThreadPool::run_chunks(uint64_t job, int index) {
     // Claimed [begin, end) of `job`: the caller waits for it, so the job fields stay valid.
     const int64_t end = begin + chunk < n ? begin + chunk : n;
     tramp_(ctx_, begin, end, index);
-    if (done_.fetch_add(end - begin, std::memory_order_acq_rel) + (end - begin) == n) done_.notify_one();
+    if (done_.fetch_add(end - begin, std::memory_order_seq_cst) + (end - begin) == n && index != 0) {
+      // Last chunk finished by a worker: publish, then wake the caller only if it went to sleep.
+      finished_.store(job, std::memory_order_seq_cst);
+      if (caller_sleeping_.load(std::memory_order_seq_cst)) futex_wake_all(finished_);
+    }
     c = cursor_.load(std::memory_order_acquire);
   }
 }
 
-void ThreadPool::run(int64_t n, int64_t grain, Trampoline tramp, void* ctx) {
-  const int64_t pieces = static_cast<int64_t>(n_threads_) * 8;
+void ThreadPool::run(int64_t n, int64_t grain, int pieces_per_thread, Trampoline tramp, void* ctx) {
+  const int64_t pieces = static_cast<int64_t>(n_threads_) * (pieces_per_thread < 1 ? 1 : pieces_per_thread);
   int64_t chunk = (n + pieces - 1) / pieces;
   chunk = (chunk + grain - 1) / grain * grain;
-  const uint64_t job = generation_.load(std::memory_order_relaxed) + 1;
+  const uint32_t job = generation_.load(std::memory_order_relaxed) + 1;
+  // Retire the previous job's cursor first: a worker still holding a cursor value of that job
+  // (exhausted for its n) must not see the new, larger n_ and claim a phantom chunk (that hung
+  // the pool: done_ overshot n). An index at the mask is past any n, so this tag claims nothing.
+  cursor_.store(((job & kJobMask) << kIndexBits) | kIndexMask, std::memory_order_seq_cst);
   tramp_ = tramp;
   ctx_ = ctx;
   n_.store(n, std::memory_order_relaxed);
   chunk_.store(chunk, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   cursor_.store((job & kJobMask) << kIndexBits, std::memory_order_release);
-  generation_.store(job, std::memory_order_release);
-  generation_.notify_all();
+  generation_.store(job, std::memory_order_seq_cst);
+  if (sleeping_workers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(generation_);
   run_chunks(job, 0);
-  // Wait for chunks claimed by workers: spin, then sleep on done_ (the last finisher notifies).
-  for (int spin = 0;; ++spin) {
-    const int64_t done = done_.load(std::memory_order_acquire);
-    if (done == n) break;
-    if (spin < kSpinIterations) {
+  // Wait for chunks claimed by workers: spin, then sleep on finished_ (the last finisher wakes us).
+  for (int spin = 0; done_.load(std::memory_order_acquire) != n; ++spin) {
+    if (spin < kCallerSpin) {
       cpu_relax();
-    } else {
-      done_.wait(done, std::memory_order_acquire);
+      continue;
     }
+    caller_sleeping_.store(true, std::memory_order_seq_cst);
+    const uint32_t f = finished_.load(std::memory_order_seq_cst);
+    if (f != job && done_.load(std::memory_order_seq_cst) != n) futex_wait(finished_, f);
+    caller_sleeping_.store(false, std::memory_order_relaxed);
   }
 }
 
 void ThreadPool::worker(int index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
+    uint32_t gen = generation_.load(std::memory_order_acquire);
     for (int spin = 0; gen == seen; ++spin) {
-      if (spin < kSpinIterations) {
+      if (spin < kWorkerSpin) {
         cpu_relax();
       } else {
-        generation_.wait(seen, std::memory_order_acquire);
+        sleeping_workers_.fetch_add(1, std::memory_order_seq_cst);
+        if (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(generation_, seen);
+        sleeping_workers_.fetch_sub(1, std::memory_order_seq_cst);
       }
       gen = generation_.load(std::memory_order_acquire);
     }

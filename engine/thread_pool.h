@@ -1,7 +1,7 @@
 // Fixed compute pool for row-parallel kernels: threads created once; each parallel_for publishes a
-// job, wakes the workers (brief spin, then futex wait via std::atomic::wait) and hands out chunks
-// from an atomic cursor. No allocation per call. Owned by one Engine; parallel_for must be called
-// from one thread at a time (the engine's driver thread).
+// job, wakes the workers (they spin for a while, then sleep on a futex) and hands out chunks from an
+// atomic cursor. No allocation per call. Owned by one Engine; parallel_for must be called from one
+// thread at a time (the engine's driver thread).
 #pragma once
 
 #include <atomic>
@@ -23,17 +23,18 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // Runs fn(begin, end, thread_index) over chunks covering [0, n) exactly once and returns when all
-  // are done. Chunks are multiples of `grain` (except the last), about 8 per thread, claimed
-  // dynamically: the caller only waits for chunks that were claimed, never for a worker the OS has
-  // not scheduled yet. thread_index is in [0, size()), the caller being 0. fn must not throw.
+  // are done. Chunks are multiples of `grain` (except the last), about `pieces_per_thread` per
+  // thread, claimed dynamically: the caller only waits for chunks that were claimed, never for a
+  // worker the OS has not scheduled yet. thread_index is in [0, size()), the caller being 0.
+  // fn must not throw.
   template <typename Fn>
-  void parallel_for(int64_t n, Fn&& fn, int64_t grain = 1) {
+  void parallel_for(int64_t n, Fn&& fn, int64_t grain = 1, int pieces_per_thread = 8) {
     if (n <= 0) return;
     if (n_threads_ == 1 || n <= grain) {
       fn(int64_t{0}, n, 0);
       return;
     }
-    run(n, grain, &invoke<std::remove_reference_t<Fn>>, &fn);
+    run(n, grain, pieces_per_thread, &invoke<std::remove_reference_t<Fn>>, &fn);
   }
 
  private:
@@ -43,9 +44,9 @@ class ThreadPool {
     (*static_cast<Fn*>(ctx))(begin, end, thread);
   }
 
-  void run(int64_t n, int64_t grain, Trampoline tramp, void* ctx);
+  void run(int64_t n, int64_t grain, int pieces_per_thread, Trampoline tramp, void* ctx);
   // Claims and runs chunks of job `job` until none are left or the job is no longer current.
-  void run_chunks(uint64_t job, int index);
+  void run_chunks(uint32_t job, int index);
   void worker(int index);
 
   int n_threads_;
@@ -58,8 +59,14 @@ class ThreadPool {
   std::atomic<int64_t> chunk_{1};
   // Cursor: job number (high 24 bits) | next unclaimed index (low 40 bits).
   alignas(64) std::atomic<uint64_t> cursor_{0};
-  alignas(64) std::atomic<int64_t> done_{0};         // items finished in the current job
-  alignas(64) std::atomic<uint64_t> generation_{0};  // job number; bumped to wake the workers
+  alignas(64) std::atomic<int64_t> done_{0};  // items finished in the current job
+  // Futex words (32-bit, waited on with the raw syscall: libstdc++ 12's atomic::wait on 64-bit
+  // values lost wake-ups here, hanging a bench). generation_ = job number, bumped to wake workers;
+  // finished_ = number of the last job whose final chunk completed (the caller sleeps on it).
+  alignas(64) std::atomic<uint32_t> generation_{0};
+  alignas(64) std::atomic<uint32_t> finished_{0};
+  std::atomic<int> sleeping_workers_{0};
+  std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stop_{false};
 };
 

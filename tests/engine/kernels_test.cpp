@@ -105,7 +105,7 @@ TEST_P(KernelsTest, MatmulFloatTypesMatchReference) {
 // on the dequantised Q8 activations (tight), and against plain f32 activations (loose).
 TEST_P(KernelsTest, MatmulQuantTypesMatchReference) {
   for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
-    for (int64_t cols : {32, 96, 288}) {
+    for (int64_t cols : {32, 64, 96, 288, 320}) {  // odd and even block counts (pair kernels)
       for (int64_t rows : {1, 5, 37}) {
         for (int n : {1, 2, 4, 7, 17}) {
           const auto wf = random_floats(static_cast<size_t>(rows * cols), 5 + cols + rows);

@@ -1,0 +1,87 @@
+// Per-kernel bench (llm.c dev/cuda pattern): every ISA's matmul is first validated against the scalar
+// reference on the same data, then timed; one JSON line per (isa, dtype, shape, n) with GB/s of
+// weights streamed and GFLOP/s. Usage: bench_kernels [reps=20]. Shapes are Qwen2.5-0.5B's.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/fp16.h"
+#include "engine/kernels/kernels.h"
+#include "engine/kernels/reference.h"
+
+using namespace anelm::engine;
+using namespace anelm::engine::kernels;
+
+namespace {
+
+std::vector<uint8_t> encode(const std::vector<float>& m, DType t, int64_t rows, int64_t cols) {
+  std::vector<uint8_t> out(static_cast<size_t>(weight_row_bytes(t, cols) * rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = m.data() + r * cols;
+    uint8_t* dst = out.data() + r * weight_row_bytes(t, cols);
+    switch (t) {
+      case DType::kF16:
+        for (int64_t c = 0; c < cols; ++c) reinterpret_cast<uint16_t*>(dst)[c] = float_to_half(src[c]);
+        break;
+      case DType::kQ8_0: ref::quantize_q8_0(src, cols, reinterpret_cast<BlockQ8_0*>(dst)); break;
+      case DType::kQ4_0: ref::quantize_q4_0(src, cols, reinterpret_cast<BlockQ4_0*>(dst)); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+const char* dt_name(DType t) { return t == DType::kF16 ? "f16" : t == DType::kQ8_0 ? "q8_0" : "q4_0"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  struct Shape { const char* name; int64_t rows, cols; };
+  const Shape shapes[] = {{"qkv", 1152, 896}, {"gate_up", 9728, 896}, {"down", 896, 4864}, {"lm_head", 151936, 896}};
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  int failures = 0;
+  for (const Shape& s : shapes) {
+    std::vector<float> wf(static_cast<size_t>(s.rows * s.cols));
+    for (float& v : wf) v = nd(rng) * 0.05f;
+    for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
+      const auto w = encode(wf, t, s.rows, s.cols);
+      for (int n : {1, 128}) {
+        if (s.rows > 20000 && n > 1) continue;  // the LM head only runs for the last token
+        std::vector<float> x(static_cast<size_t>(n * s.cols));
+        for (float& v : x) v = nd(rng);
+        std::vector<QBlock8> xq(x.size() / kQBlock);
+        ref::quantize_q8(x.data(), n * s.cols, xq.data());
+        std::vector<float> xin(x.size());  // what the kernel effectively multiplies
+        if (uses_q8_activations(t)) ref::dequantize_q8(xq.data(), n * s.cols, xin.data()); else xin = x;
+        std::vector<float> expect(static_cast<size_t>(n * s.rows)), got(expect.size());
+        ref::matmul(w.data(), t, s.rows, s.cols, xin.data(), n, expect.data());
+        for (Isa isa : supported_isas()) {
+          const KernelTable* k = kernel_table(isa);
+          const MatmulFn mm = k->matmul[dtype_index(t)];
+          mm(w.data(), s.cols, x.data(), xq.data(), n, got.data(), s.rows, 0, s.rows);
+          float max_err = 0.0f;
+          for (size_t i = 0; i < got.size(); ++i) max_err = std::max(max_err, std::fabs(got[i] - expect[i]) / (1.0f + std::fabs(expect[i])));
+          const bool ok = max_err < 1e-3f;
+          failures += !ok;
+          const int r = isa == Isa::kScalar ? 1 : reps;
+          const auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < r; ++i) mm(w.data(), s.cols, x.data(), xq.data(), n, got.data(), s.rows, 0, s.rows);
+          const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / r;
+          std::printf("{\"isa\":\"%s\",\"dtype\":\"%s\",\"shape\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"n\":%d,"
+                      "\"valid\":%s,\"max_rel_err\":%.3g,\"ms\":%.4f,\"weight_gb_s\":%.2f,\"gflop_s\":%.2f}\n",
+                      isa_name(isa), dt_name(t), s.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
+                      ok ? "true" : "false", max_err, sec * 1e3, static_cast<double>(w.size()) / sec / 1e9,
+                      2.0 * s.rows * s.cols * n / sec / 1e9);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return failures ? 1 : 0;
+}
