@@ -146,7 +146,9 @@ TEST_P(KernelsTest, MatmulRowRangeWritesOnlyItsRows) {
     for (int i = 0; i < n; ++i) {
       for (int64_t r = 0; r < ldy; ++r) {
         ASSERT_EQ(full[i * ldy + r], split[i * ldy + r]) << tag("row range ") << type_name(t) << " i=" << i << " r=" << r;
-        if (r >= rows) ASSERT_EQ(full[i * ldy + r], -1.0f) << "padding written";
+        if (r >= rows) {
+          ASSERT_EQ(full[i * ldy + r], -1.0f) << "padding written";
+        }
       }
     }
   }

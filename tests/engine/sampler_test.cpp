@@ -33,7 +33,9 @@ TEST(Rng, DeterministicAndUniform) {
   for (int i = 0; i < 100; ++i) {
     const uint64_t x = a.next();
     EXPECT_EQ(x, b.next());
-    if (i == 0) EXPECT_NE(x, c.next());
+    if (i == 0) {
+      EXPECT_NE(x, c.next());
+    }
   }
   Rng r(7);
   double sum = 0;
