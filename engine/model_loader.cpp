@@ -1,6 +1,9 @@
 // Binds GGUF or HF tensors to ModelWeights roles, checks every shape and dtype, optionally requantizes.
 #include "engine/model_loader.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -109,6 +112,20 @@ void* alloc_owned(LoadedModel& m, int64_t bytes) {
   return p;
 }
 
+// The source rows were read once: reclaim their (file) pages so RSS holds only the converted copy.
+// MADV_PAGEOUT never discards data (a later read faults the page back), so it is safe on any view.
+void release_source_pages(const void* p, int64_t n) {
+#ifdef MADV_PAGEOUT
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(n)) & ~(page - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 // Converts every row of `src` to `to` into an owned buffer (through an f32 row).
 TensorView convert_tensor(LoadedModel& m, const TensorView& src, DType to) {
   TensorView out = src;
@@ -134,6 +151,7 @@ TensorView convert_tensor(LoadedModel& m, const TensorView& src, DType to) {
   }
   convert_rows(0, rows / n_threads);
   for (std::thread& th : pool) th.join();
+  release_source_pages(src.data, src.nbytes);
   out.data = dst;
   return out;
 }
