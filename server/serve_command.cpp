@@ -95,8 +95,10 @@ void load_model(ServerContext& ctx, ModelBundle& bundle) {
     std::string path = resolve_model_path(ro);
     spdlog::info("loading model path={} backend={}", path, ctx.options().backend);
     bundle = load_model_bundle(engine_options(ctx.options(), path), std::ref(progress));
-    ModelRuntime rt{bundle.engine.get(), bundle.tokenizer.get(),
-                    ctx.options().model_id.empty() ? bundle.model_id : ctx.options().model_id, {}};
+    ModelRuntime rt;
+    rt.engine = bundle.engine.get();
+    rt.tokenizer = bundle.tokenizer.get();
+    rt.model_id = ctx.options().model_id.empty() ? bundle.model_id : ctx.options().model_id;
     ModelPreset preset = find_model_preset(presets_dir(ctx.options()), path);
     if (!preset.name.empty()) {
       spdlog::info("model preset name={} source={}", preset.name, preset.source);

@@ -28,7 +28,11 @@ TestServer::~TestServer() {
 }
 
 void TestServer::make_ready() {
-  ctx_.set_ready(server::ModelRuntime{&engine_, &tokenizer_, "fake-model", {}});
+  server::ModelRuntime rt;
+  rt.engine = &engine_;
+  rt.tokenizer = &tokenizer_;
+  rt.model_id = "fake-model";
+  ctx_.set_ready(std::move(rt));
 }
 
 httplib::Client TestServer::client() const {
