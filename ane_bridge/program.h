@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ane_bridge/mil_types.h"
-#include "ane_bridge/sim/sim_options.h"
+#include "ane_bridge/simulator_options.h"
 #include "ane_bridge/status.h"
 
 namespace anelm::ane {

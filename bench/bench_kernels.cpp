@@ -11,6 +11,7 @@
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/quantize.h"
 #include "engine/kernels/reference.h"
 
 using namespace anelm::engine;
@@ -19,16 +20,16 @@ using namespace anelm::engine::kernels;
 namespace {
 
 std::vector<uint8_t> encode(const std::vector<float>& m, DType t, int64_t rows, int64_t cols) {
-  std::vector<uint8_t> out(static_cast<size_t>(weight_row_bytes(t, cols) * rows));
+  std::vector<uint8_t> out(static_cast<size_t>(dtype_row_bytes(t, cols) * rows));
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = m.data() + r * cols;
-    uint8_t* dst = out.data() + r * weight_row_bytes(t, cols);
+    uint8_t* dst = out.data() + r * dtype_row_bytes(t, cols);
     switch (t) {
       case DType::kF16:
         for (int64_t c = 0; c < cols; ++c) reinterpret_cast<uint16_t*>(dst)[c] = float_to_half(src[c]);
         break;
-      case DType::kQ8_0: ref::quantize_q8_0(src, cols, reinterpret_cast<BlockQ8_0*>(dst)); break;
-      case DType::kQ4_0: ref::quantize_q4_0(src, cols, reinterpret_cast<BlockQ4_0*>(dst)); break;
+      case DType::kQ8_0: kernels::quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols); break;
+      case DType::kQ4_0: kernels::quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols); break;
       default: break;
     }
   }

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "engine/kernels/quant.h"
+#include "engine/kernels/dtype.h"
 #include "engine/model_config.h"
 
 namespace anelm::engine {
@@ -23,7 +23,7 @@ struct Activations {
   std::vector<float> proj;   // [B][d_model] output of wo / w_down before the residual add
   std::vector<float> gate;   // [B][d_ff] gate projection, then silu(gate) * up
   std::vector<float> up;     // [B][d_ff]
-  std::vector<kernels::QBlock8> xq;  // [B][max(d_model, q_dim, d_ff) / 32] Q8 activations
+  std::vector<QBlock8> xq;  // [B][max(d_model, q_dim, d_ff) / 32] Q8 activations
   std::vector<float> scores;         // [threads][ctx] attention scores, one row per thread
   std::vector<float> logits;         // [vocab] logits of the last token
 };

@@ -23,13 +23,13 @@ void add_bias(const TensorView& b, float* y, int n, int dim, const kernels::Kern
 }  // namespace
 
 void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const float* in, int n,
-                     int64_t cols, std::span<const LinearOut> outs, kernels::QBlock8* xq,
+                     int64_t cols, std::span<const LinearOut> outs, QBlock8* xq,
                      int64_t inline_macs) {
   int64_t total_rows = 0;
   bool quantised = false;
   for (const LinearOut& o : outs) {
     total_rows += o.w->rows();
-    quantised = quantised || kernels::uses_q8_activations(o.w->dtype);
+    quantised = quantised || uses_q8_activations(o.w->dtype);
   }
   if (quantised) k.quantize_q8(in, static_cast<int64_t>(n) * cols, xq);
   auto run = [&](int64_t begin, int64_t end, int) {
@@ -39,7 +39,7 @@ void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const floa
       const int64_t r0 = begin > offset ? begin - offset : 0;
       const int64_t r1 = end - offset < rows ? end - offset : rows;
       if (r0 < r1) {
-        k.matmul[kernels::dtype_index(o.w->dtype)](o.w->data, cols, in, xq, n, o.y, rows, r0, r1);
+        k.matmul[dtype_index(o.w->dtype)](o.w->data, cols, in, xq, n, o.y, rows, r0, r1);
       }
       offset += rows;
     }

@@ -25,7 +25,7 @@ constexpr int64_t kDefaultInlineMacs = 128 * 1024;
 // Q/K/V or gate/up wake the pool once). Quantises `in` into xq ([n][cols/32]) first when any weight
 // is block-quantised. Problems under inline_macs multiply-adds run inline on the caller.
 void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const float* in, int n,
-                     int64_t cols, std::span<const LinearOut> outs, kernels::QBlock8* xq,
+                     int64_t cols, std::span<const LinearOut> outs, QBlock8* xq,
                      int64_t inline_macs = kDefaultInlineMacs);
 
 class CpuExecutor final : public LayerExecutor {

@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <thread>
 
-#include "engine/ane_executor.h"
+#include "engine/ane/ane_executor.h"
 #include "engine/error.h"
 #include "engine/generator.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model_loader.h"
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
+#include "engine/weight_residency.h"
 
 namespace anelm::engine {
 
@@ -18,17 +19,6 @@ const char* backend_name(Backend b) {
   switch (b) {
     case Backend::kCpu: return "cpu";
     case Backend::kAne: return "ane";
-  }
-  return "unknown";
-}
-
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kContext: return "context";
-    case FinishReason::kAborted: return "aborted";
-    case FinishReason::kCancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -61,13 +51,24 @@ AneBackendOptions ane_options(const EngineOptions& opts) {
   return o;
 }
 
-// The CPU engine: owns the loaded model, the compute pool, the transformer and one sequence.
-class CpuEngine final : public Engine {
+// Loading produces the final weights once: mapped, re-quantised when asked, then made resident.
+std::unique_ptr<LoadedModel> load_resident(const EngineOptions& opts, ThreadPool& pool,
+                                           const LoadProgress& progress) {
+  if (progress) progress("load", 0, 1);
+  auto model = load_model(opts.model_path, opts.weights);
+  make_resident(*model, pool);
+  if (progress) progress("load", 1, 1);
+  return model;
+}
+
+// The one Engine: owns the loaded model, the compute pool, the transformer and one sequence; the
+// layers run on the CPU, or on the ANE when the ANE backend installed its executors on them.
+class LocalEngine final : public Engine {
  public:
-  CpuEngine(const EngineOptions& opts, std::unique_ptr<LoadedModel> model)
-      : model_(std::move(model)),
+  LocalEngine(const EngineOptions& opts, const LoadProgress& progress)
+      : pool_(resolve_threads(opts)),
+        model_(load_resident(opts, pool_, progress)),
         ctx_(resolve_ctx(opts, model_->config)),
-        pool_(resolve_threads(opts)),
         tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
              opts.kv_type, pool_.size()) {
@@ -104,9 +105,9 @@ class CpuEngine final : public Engine {
   }
 
  private:
-  std::unique_ptr<LoadedModel> model_;
-  int ctx_;
   ThreadPool pool_;
+  std::unique_ptr<LoadedModel> model_;  // the one owner of the weights every executor reads
+  int ctx_;
   Transformer tf_;
   Generator gen_;
   std::unique_ptr<AneBackend> ane_;  // --backend ane: programs + executors installed on tf_
@@ -119,10 +120,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& opts, const LoadProgre
     throw Error(ErrorKind::kInvalidArgument,
                 std::string("kv_type must be f16 or f32, got ") + dtype_name(opts.kv_type));
   }
-  if (progress) progress("load", 0, 1);
-  auto model = load_model(opts.model_path, opts.weights);
-  if (progress) progress("load", 1, 1);
-  return std::make_unique<CpuEngine>(opts, std::move(model));
+  return std::make_unique<LocalEngine>(opts, progress);
 }
 
 }  // namespace anelm::engine

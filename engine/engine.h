@@ -1,8 +1,7 @@
 // The engine facade: the only type the server uses. Loads a model once, owns weights, KV cache and
-// threads, and generates token ids. Not thread-safe: exactly one thread (the server's worker) drives it.
+// threads, and generates token ids on the CPU, with the ANE backend behind it when asked. Not thread-safe: exactly one thread (the server's worker) drives it.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -10,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/generation.h"
 #include "engine/model_config.h"
-#include "engine/sampler.h"
 #include "engine/tensor.h"
 
 namespace anelm::engine {
@@ -28,42 +27,6 @@ struct EngineOptions {
   std::string ane_cache_dir;              // compiled ANE program cache; empty: no disk cache
   DType kv_type = DType::kF16;            // KV cache storage: kF16 (as llama.cpp) or kF32
   int max_batch = 0;                      // prefill tokens per forward chunk; 0: 512 (llama.cpp n_ubatch)
-};
-
-enum class FinishReason {
-  kStop,       // an end-of-generation token was sampled (not included in ids)
-  kLength,     // max_tokens reached
-  kContext,    // the KV cache is full
-  kAborted,    // the token callback returned false (stop string, client gone)
-  kCancelled,  // the cancel flag was raised (checked during prefill and every decode step)
-};
-const char* finish_reason_name(FinishReason r);
-
-struct TokenStep {
-  int id = 0;
-  float logprob = 0.0f;                       // log-softmax of the raw logits (before penalties)
-  std::vector<std::pair<int, float>> top;     // top-N (id, logprob); filled only when asked
-};
-// Called for every generated token; return false to stop (FinishReason::kAborted).
-using TokenCallback = std::function<bool(const TokenStep&)>;
-
-struct GenerateRequest {
-  std::vector<int> prompt;                  // must be non-empty
-  int max_tokens = 16;                      // > 0; 0: until the context is full (FinishReason::kContext)
-  SamplingParams sampling;
-  bool ignore_eos = false;
-  std::vector<int> extra_stop_ids;          // stop tokens besides the model's EOG ids
-  int top_logprobs = 0;                     // N alternatives per step (0: none)
-  const std::atomic<bool>* cancel = nullptr;  // optional; raised by another thread
-};
-
-struct GenerateResult {
-  std::vector<int> ids;          // generated ids (stop token excluded)
-  FinishReason finish = FinishReason::kLength;
-  int prompt_tokens = 0;
-  int cached_tokens = 0;         // prompt tokens reused from the previous request's KV cache
-  double prefill_ms = 0, decode_ms = 0;
-  double prefill_tok_s = 0, decode_tok_s = 0;
 };
 
 struct BackendStats {
@@ -88,8 +51,12 @@ class Engine {
   virtual int ctx() const = 0;
   virtual BackendStats stats() const = 0;
 
+  // validate_request against this model and context; const and safe from any thread, so a server
+  // can refuse a request before queueing it.
+  void validate(const GenerateRequest& req) const { validate_request(req, config(), ctx()); }
+
   // Prefill (reusing the longest prefix cached from the previous call), then sample until a stop.
-  // Throws Error(kInvalidArgument) when prompt + max_tokens cannot fit or an id is out of range.
+  // Throws as validate() for a request that does not fit.
   virtual GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) = 0;
 
   // Low level, for tests and benchmarks: run `tokens` at positions [start_pos, start_pos + n)

@@ -6,6 +6,7 @@ namespace anelm {
 const char* error_kind_name(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kInvalidArgument: return "invalid_argument";
+    case ErrorKind::kContextLength: return "context_length_exceeded";
     case ErrorKind::kNotFound: return "not_found";
     case ErrorKind::kIo: return "io_error";
     case ErrorKind::kFormat: return "format_error";

@@ -7,7 +7,8 @@
 namespace anelm {
 
 enum class ErrorKind {
-  kInvalidArgument,    // bad user input (flag, request field, prompt too long)
+  kInvalidArgument,    // bad user input (flag, request field, value)
+  kContextLength,      // a request does not fit the context (prompt + max_tokens)
   kNotFound,           // file, tensor or key missing
   kIo,                 // read/map/write failure
   kFormat,             // a file is malformed (bad magic, offsets past the end, shape mismatch)

@@ -32,43 +32,17 @@ Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int
   scratch_.window.reserve(static_cast<size_t>(ctx));
 }
 
-void Generator::validate(const GenerateRequest& req) const {
-  const auto n_prompt = static_cast<int64_t>(req.prompt.size());
-  if (n_prompt == 0) invalid("prompt is empty: at least one token id is required");
-  for (size_t i = 0; i < req.prompt.size(); ++i) {
-    if (req.prompt[i] < 0 || req.prompt[i] >= cfg_.vocab_size) {
-      invalid("prompt token id " + std::to_string(req.prompt[i]) + " at index " + std::to_string(i) +
-              " is out of range [0, " + std::to_string(cfg_.vocab_size) + ")");
-    }
-  }
-  if (req.max_tokens < 0) invalid("max_tokens must be >= 0, got " + std::to_string(req.max_tokens));
-  if (n_prompt + req.max_tokens > ctx()) {
-    invalid("prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" + std::to_string(req.max_tokens) +
-            ") = " + std::to_string(n_prompt + req.max_tokens) + " exceeds the context of " + std::to_string(ctx()) +
-            " tokens");
-  }
-  const SamplingParams& s = req.sampling;
-  if (s.top_k < 0) invalid("top_k must be >= 0, got " + std::to_string(s.top_k));
-  if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) invalid("top_p must be in (0, 1], got " + std::to_string(s.top_p));
-  if (!(s.min_p >= 0.0f && s.min_p <= 1.0f)) invalid("min_p must be in [0, 1], got " + std::to_string(s.min_p));
-  if (!(s.repetition_penalty > 0.0f)) {
-    invalid("repetition_penalty must be > 0, got " + std::to_string(s.repetition_penalty));
-  }
-  if (req.top_logprobs < 0 || req.top_logprobs > 64) {
-    invalid("top_logprobs must be in [0, 64], got " + std::to_string(req.top_logprobs));
-  }
-}
-
 bool Generator::is_stop(int id, const GenerateRequest& req) const {
   if (!req.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), id) != cfg_.eos_ids.end()) return true;
   return std::find(req.extra_stop_ids.begin(), req.extra_stop_ids.end(), id) != req.extra_stop_ids.end();
 }
 
 GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallback& on_token) {
-  validate(req);
+  validate_request(req, cfg_, ctx());
   GenerateResult res;
   res.prompt_tokens = static_cast<int>(req.prompt.size());
-  res.ids.reserve(static_cast<size_t>(req.max_tokens > 0 ? req.max_tokens : ctx()));
+  if (req.max_tokens == 0) return res;  // nothing to generate (finish kLength)
+  res.ids.reserve(static_cast<size_t>(req.max_tokens.value_or(ctx())));
   auto cancelled = [&] { return req.cancel && req.cancel->load(std::memory_order_relaxed); };
 
   // Prefix reuse: keep the longest common prefix, but always recompute the last prompt token (its
@@ -116,7 +90,7 @@ GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallba
       res.finish = FinishReason::kAborted;
       break;
     }
-    if (req.max_tokens > 0 && static_cast<int>(res.ids.size()) == req.max_tokens) {
+    if (req.max_tokens && static_cast<int>(res.ids.size()) == *req.max_tokens) {
       res.finish = FinishReason::kLength;
       break;
     }

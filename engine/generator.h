@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/activations.h"
-#include "engine/engine.h"
+#include "engine/generation.h"
 #include "engine/kv_cache.h"
 #include "engine/sampler.h"
 #include "engine/transformer.h"
@@ -24,7 +24,7 @@ class Generator {
   // Ids whose K/V are in the cache, positions [0, size).
   std::span<const int> cached_tokens() const { return cached_; }
 
-  // See Engine::generate. Throws Error(kInvalidArgument) naming the offending values.
+  // See Engine::generate. Throws as validate_request.
   GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token);
 
   // See Engine::forward. Throws Error(kInvalidArgument) when start_pos > cached tokens, an id is out
@@ -32,7 +32,6 @@ class Generator {
   std::span<const float> forward(std::span<const int> tokens, int start_pos, bool all_logits);
 
  private:
-  void validate(const GenerateRequest& req) const;
   bool is_stop(int id, const GenerateRequest& req) const;
 
   Transformer& tf_;

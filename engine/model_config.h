@@ -4,14 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/dtype.h"
+
 namespace anelm::engine {
 
 enum class Arch { kLlama, kQwen2 };
-
-// How RoPE pairs dimensions within a head.
-//  kHalf:        (x[i], x[i + d/2]) pairs, "rotate-half" (HF checkpoints; GGUF qwen2 = NEOX mode)
-//  kInterleaved: (x[2i], x[2i+1]) pairs (GGUF llama: the converter permuted Q/K rows)
-enum class RopeLayout { kHalf, kInterleaved };
 
 const char* arch_name(Arch a);
 

@@ -16,7 +16,7 @@
 #include "engine/config_hf.h"
 #include "engine/error.h"
 #include "engine/gguf.h"
-#include "engine/quantize.h"
+#include "engine/kernels/quantize.h"
 #include "engine/safetensors.h"
 #include "spdlog/spdlog.h"
 
@@ -138,8 +138,8 @@ TensorView convert_tensor(LoadedModel& m, const TensorView& src, DType to) {
   auto convert_rows = [&](int64_t begin, int64_t end) {
     std::vector<float> tmp(cols);
     for (int64_t r = begin; r < end; ++r) {
-      row_to_f32(src.dtype, s + r * src_row, tmp.data(), cols);
-      row_from_f32(tmp.data(), to, dst + r * dst_row, cols);
+      kernels::row_to_f32(src.dtype, s + r * src_row, tmp.data(), cols);
+      kernels::row_from_f32(tmp.data(), to, dst + r * dst_row, cols);
     }
   };
   // Requantizing a 0.5B model takes seconds on one core; rows are independent, so split them.

@@ -1,4 +1,4 @@
-// Element types and non-owning tensor views over mapped or owned weight memory.
+// Non-owning tensor views over mapped or owned weight memory (element types: kernels/dtype.h).
 #pragma once
 
 #include <array>
@@ -6,17 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/kernels/dtype.h"
+#include "engine/kernels/fp16.h"
+
 namespace anelm::engine {
-
-// Storage types. Block-quantised types store `block_elems()` elements in `block_bytes()` bytes,
-// laid out as in GGUF (Q8_0: f16 scale + 32 int8; Q4_0: f16 scale + 16 bytes of nibbles).
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
-
-const char* dtype_name(DType t);
-int64_t dtype_block_elems(DType t);  // 1 for scalar types, 32 for Q8_0/Q4_0
-int64_t dtype_block_bytes(DType t);  // bytes of one block
-// Bytes for `n` elements; n must be a multiple of the block size (checked by loaders).
-int64_t dtype_row_bytes(DType t, int64_t n);
 
 // A weight tensor: row-major with PyTorch shape order, shape[0] = rows (outputs),
 // shape[ndim-1] = columns (inputs, contiguous). A 1-D tensor has ndim == 1.
@@ -34,10 +27,10 @@ struct TensorView {
   int64_t numel() const;
 };
 
-// Scalar conversions shared by loaders and the reference kernels.
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);  // round to nearest even, overflow to inf
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);  // round to nearest even
+// Scalar conversions for loaders: the kernels' one implementation (kernels/fp16.h).
+inline float f16_to_f32(uint16_t h) { return kernels::half_to_float(h); }
+inline uint16_t f32_to_f16(float f) { return kernels::float_to_half(f); }  // nearest even, overflow to inf
+inline float bf16_to_f32(uint16_t h) { return kernels::bf16_to_float(h); }
+inline uint16_t f32_to_bf16(float f) { return kernels::float_to_bf16(f); }  // nearest even
 
 }  // namespace anelm::engine

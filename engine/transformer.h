@@ -26,26 +26,6 @@ class HeadExecutor {
   virtual void logits(const float* x, int n, float* out) = 0;
 };
 
-// The weights as the CPU reads them every token: tensors that live in a file mapping are copied
-// byte for byte (same dtype, never widened) into one anonymous, huge-page-advised buffer, and the
-// file pages are handed back (MADV_DONTNEED), so RSS stays ~weights. Why: on the development VM,
-// page-cache pages of a mapped model are reclaimed in the background (DAMON), and streaming them
-// ran at 2-3 GB/s against 36 GB/s per core for anonymous memory. Tensors already in owned (heap)
-// buffers, e.g. re-quantised at load, are used in place. ANELM_MMAP_WEIGHTS=1 disables the copy.
-class ResidentWeights {
- public:
-  ResidentWeights(const ModelWeights& src, ThreadPool& pool);  // pool: copies in parallel
-  ~ResidentWeights();
-  ResidentWeights(const ResidentWeights&) = delete;
-  ResidentWeights& operator=(const ResidentWeights&) = delete;
-  const ModelWeights& weights() const { return w_; }
-
- private:
-  ModelWeights w_;
-  void* buf_ = nullptr;
-  size_t buf_bytes_ = 0;
-};
-
 // Const model + compute resources; per-sequence state (KvCache, Activations) is passed in.
 // Not thread-safe: one driver thread calls forward() at a time.
 class Transformer {
@@ -75,8 +55,7 @@ class Transformer {
   void logits(Activations& acts, const float* x, int n, float* out);
 
   const ModelConfig& cfg_;
-  ResidentWeights resident_;  // anonymous copies of the file-mapped tensors (see ResidentWeights)
-  const ModelWeights& w_;     // resident_.weights()
+  const ModelWeights& w_;  // the loaded model's (resident) weights; not owned
   ThreadPool& pool_;
   const kernels::KernelTable& k_;
   int64_t inline_macs_;

@@ -13,13 +13,6 @@ ApiError invalid_field(const std::string& param, const std::string& message) {
   return ApiError(400, "invalid_request_error", message, param);
 }
 
-ApiError context_exceeded(int prompt_tokens, int max_tokens, int n_ctx) {
-  std::string msg = "prompt (" + std::to_string(prompt_tokens) + " tokens) + max_tokens (" +
-                    std::to_string(max_tokens) + ") exceeds the context (" +
-                    std::to_string(n_ctx) + " tokens)";
-  return ApiError(400, "invalid_request_error", msg, "max_tokens", "context_length_exceeded");
-}
-
 ApiError not_found(const std::string& what) {
   return ApiError(404, "not_found_error", what + " not found");
 }
@@ -50,6 +43,8 @@ static ApiError from_anelm_error(const Error& e) {
     case ErrorKind::kInvalidArgument:
     case ErrorKind::kUnsupported:
       return ApiError(400, "invalid_request_error", e.what());
+    case ErrorKind::kContextLength:
+      return ApiError(400, "invalid_request_error", e.what(), "max_tokens", "context_length_exceeded");
     case ErrorKind::kNotFound:
       return ApiError(404, "not_found_error", e.what());
     case ErrorKind::kResourceExhausted:

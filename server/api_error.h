@@ -30,7 +30,6 @@ class ApiError : public std::runtime_error {
 // 400 invalid_request_error naming the offending field.
 ApiError invalid_field(const std::string& param, const std::string& message);
 // 400 context_length_exceeded.
-ApiError context_exceeded(int prompt_tokens, int max_tokens, int n_ctx);
 ApiError not_found(const std::string& what);
 ApiError method_not_allowed(const std::string& method, const std::string& path);
 ApiError unauthorized();

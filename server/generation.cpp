@@ -87,13 +87,6 @@ bool cancelled_by_server(const engine::GenerateResult& r, const OutputState& st)
 
 std::shared_ptr<EventChannel> submit(ServerContext& ctx, PreparedGeneration& gen) {
   auto ch = std::make_shared<EventChannel>();
-  if (gen.request.max_tokens == 0) {  // nothing to generate: answer without the engine
-    GenerationEvent done;
-    done.kind = GenerationEvent::Kind::kDone;
-    done.result.prompt_tokens = static_cast<int>(gen.request.prompt.size());
-    ch->push(std::move(done));
-    return ch;
-  }
   switch (ctx.worker().try_submit(Job{gen.request, ch})) {
     case EngineWorker::Admit::kAccepted: return ch;
     case EngineWorker::Admit::kQueueFull:
@@ -205,10 +198,8 @@ void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
 
 HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
                             std::unique_ptr<ResponseSerializer> serializer) {
-  const int n_prompt = static_cast<int>(gen.request.prompt.size());
-  if (n_prompt == 0) throw invalid_field("prompt", "the prompt is empty after tokenization");
-  if (n_prompt >= ctx.n_ctx() || n_prompt + gen.request.max_tokens > ctx.n_ctx())
-    throw context_exceeded(n_prompt, gen.request.max_tokens, ctx.n_ctx());
+  if (gen.request.prompt.empty()) throw invalid_field("prompt", "the prompt is empty after tokenization");
+  ctx.model().engine->validate(gen.request);  // before queueing: a bad request costs no engine time
   auto channel = submit(ctx, gen);
   if (!gen.stream) return collect(ctx, gen, *channel, *serializer);
   auto job = std::make_shared<StreamJob>(StreamJob{std::move(gen), channel, std::move(serializer),

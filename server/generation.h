@@ -42,7 +42,7 @@ class TextAssembler {
   StopMatcher stop_;
 };
 
-// Checks prompt + max_tokens against the context (400 context_length_exceeded), submits the job
+// Validates the request with the engine (400, context_length_exceeded), submits the job
 // (429/503 when refused) and returns the response: a JSON body, or a stream that cancels the job
 // when the client goes away.
 HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,

@@ -1,4 +1,5 @@
 // POST /v1/completions and /v1/chat/completions: validate, template, tokenize, then run_generation.
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -34,9 +35,11 @@ PreparedGeneration prepare(ServerContext& ctx, const GenerationFields& f, std::v
   PreparedGeneration g;
   const int room = ctx.n_ctx() - static_cast<int>(prompt.size());
   g.request.prompt = std::move(prompt);
-  if (f.max_tokens) g.request.max_tokens = *f.max_tokens;
-  else g.request.max_tokens = std::max(0, default_max < 0 ? room : std::min(default_max, room));
-  if (!f.max_tokens && g.request.max_tokens == 0) g.request.max_tokens = 1;  // context check reports it
+  // An endpoint default is trimmed to the room left; an explicit value is the client's, checked as
+  // it is by the engine.
+  if (f.max_tokens) g.request.max_tokens = f.max_tokens;
+  else if (default_max >= 0) g.request.max_tokens = std::clamp(room, 1, default_max);
+  else g.request.max_tokens = std::nullopt;
   g.request.sampling = f.sampling;
   if (!f.seed_given) g.request.sampling.seed = fresh_seed();
   g.request.top_logprobs = f.top_logprobs;

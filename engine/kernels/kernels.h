@@ -5,14 +5,9 @@
 #include <cstdint>
 
 #include "engine/kernels/isa.h"
-#include "engine/kernels/quant.h"
-#include "engine/model_config.h"
-#include "engine/tensor.h"
+#include "engine/kernels/dtype.h"
 
 namespace anelm::engine::kernels {
-
-constexpr int kNumDTypes = 5;  // DType::kF32 .. DType::kQ4_0
-inline int dtype_index(DType t) { return static_cast<int>(t); }
 
 // Y[i][r] = sum_c W[r][c] * X[i][c] for rows r in [r0, r1) and tokens i in [0, n).
 // W [rows][cols] row-major of the table slot's type; X [n][cols] f32 (float weights) or xq

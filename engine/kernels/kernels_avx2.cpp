@@ -9,7 +9,7 @@
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
-#include "engine/kernels/quant.h"
+#include "engine/kernels/dtype.h"
 
 namespace anelm::engine::kernels {
 namespace avx2_impl {
@@ -190,7 +190,7 @@ void matmul_impl(const void* w, int64_t cols, const float* xf, const QBlock8* xq
     (void)xf;
   }
   const int64_t xs = K::x_stride(cols);
-  const int64_t rb = weight_row_bytes(K::kType, cols);
+  const int64_t rb = dtype_row_bytes(K::kType, cols);
   float out[kTile];
   for (int i0 = 0; i0 < n; i0 += kTokenBlock) {
     const int i1 = n < i0 + kTokenBlock ? n : i0 + kTokenBlock;

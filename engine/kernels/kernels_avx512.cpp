@@ -12,7 +12,7 @@
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
-#include "engine/kernels/quant.h"
+#include "engine/kernels/dtype.h"
 
 namespace anelm::engine::kernels {
 namespace avx512_impl {
@@ -349,7 +349,7 @@ struct Q4_0Kernel {
 constexpr int kQRows = 8;
 template <class K>
 void gemv_impl(const void* w, int64_t cols, const typename K::X* x, float* __restrict y, int64_t r0, int64_t r1) {
-  const int64_t rb = weight_row_bytes(K::kType, cols);
+  const int64_t rb = dtype_row_bytes(K::kType, cols);
   const auto* base = static_cast<const uint8_t*>(w);
   // Float rows: 4 per step (2 accumulators each); quantised rows: kQRows per step (one zmm each).
   constexpr int kR = K::kFloat ? 4 : kQRows;
@@ -372,7 +372,7 @@ void gemv_impl(const void* w, int64_t cols, const typename K::X* x, float* __res
 template <class W>
 void float_gemm(const void* w, int64_t cols, const float* x, int n, float* __restrict y, int64_t ldy,
                 int64_t r0, int64_t r1) {
-  const int64_t rb = weight_row_bytes(W::kType, cols);
+  const int64_t rb = dtype_row_bytes(W::kType, cols);
   const auto* base = static_cast<const uint8_t*>(w);
   float out[16];
   for (int i0 = 0; i0 < n; i0 += kTokenBlock) {
@@ -470,7 +470,7 @@ inline void q8_0_pair_tile(const BlockQ8_0* w, int64_t np, const XPair* x, float
 void q8_0_gemm_pairs(const void* w, int64_t cols, const QBlock8* x, int n, float* __restrict y,
                      int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t nb = cols / kQBlock, np = nb / 2;
-  const int64_t rb = weight_row_bytes(DType::kQ8_0, cols);
+  const int64_t rb = dtype_row_bytes(DType::kQ8_0, cols);
   XPair packed[kXPairTokens * kXPairMaxPairs];
   float out[kXPairTokens];
   for (int i0 = 0; i0 < n; i0 += kXPairTokens) {
@@ -524,7 +524,7 @@ void matmul_impl(const void* w, int64_t cols, const float* xf, const QBlock8* xq
       }
     }
     const int64_t xs = K::x_stride(cols);
-    const int64_t rb = weight_row_bytes(K::kType, cols);
+    const int64_t rb = dtype_row_bytes(K::kType, cols);
     float out[kQTile];
     for (int i0 = 0; i0 < n; i0 += kQTokenBlock) {
       const int i1 = n < i0 + kQTokenBlock ? n : i0 + kQTokenBlock;

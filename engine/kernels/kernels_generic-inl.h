@@ -86,7 +86,7 @@ void g_store_kv(const float* src, DType kv, int n, void* __restrict dst) {
 }
 
 void g_dequantize_row(const void* w, DType t, int64_t row, int64_t cols, float* __restrict out) {
-  const auto* base = static_cast<const uint8_t*>(w) + row * weight_row_bytes(t, cols);
+  const auto* base = static_cast<const uint8_t*>(w) + row * dtype_row_bytes(t, cols);
   switch (t) {
     case DType::kF32: std::memcpy(out, base, sizeof(float) * static_cast<size_t>(cols)); return;
     case DType::kF16: {

@@ -5,7 +5,7 @@
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
-#include "engine/kernels/quant.h"
+#include "engine/kernels/dtype.h"
 
 namespace anelm::engine::kernels {
 namespace scalar_impl {

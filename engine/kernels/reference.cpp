@@ -9,7 +9,7 @@
 namespace anelm::engine::kernels::ref {
 
 float weight_at(const void* w, DType t, int64_t cols, int64_t r, int64_t c) {
-  const auto* base = static_cast<const uint8_t*>(w) + r * weight_row_bytes(t, cols);
+  const auto* base = static_cast<const uint8_t*>(w) + r * dtype_row_bytes(t, cols);
   switch (t) {
     case DType::kF32: return reinterpret_cast<const float*>(base)[c];
     case DType::kF16: return half_to_float(reinterpret_cast<const uint16_t*>(base)[c]);
@@ -65,38 +65,6 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
 
 void dequantize_q8(const QBlock8* q, int64_t n, float* __restrict out) {
   for (int64_t i = 0; i < n; ++i) out[i] = q[i / kQBlock].d * q[i / kQBlock].qs[i % kQBlock];
-}
-
-void quantize_q8_0(const float* x, int64_t n, BlockQ8_0* __restrict out) {
-  for (int64_t b = 0; b < n / kQBlock; ++b) {
-    const float* xb = x + b * kQBlock;
-    float amax = 0.0f;
-    for (int i = 0; i < kQBlock; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    out[b].d = float_to_half(d);
-    for (int i = 0; i < kQBlock; ++i) out[b].qs[i] = static_cast<int8_t>(std::lround(xb[i] * id));
-  }
-}
-
-void quantize_q4_0(const float* x, int64_t n, BlockQ4_0* __restrict out) {
-  for (int64_t b = 0; b < n / kQBlock; ++b) {
-    const float* xb = x + b * kQBlock;
-    float max = 0.0f;  // signed value with the largest magnitude maps to -8
-    for (int i = 0; i < kQBlock; ++i) {
-      if (std::fabs(xb[i]) > std::fabs(max)) max = xb[i];
-    }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    out[b].d = float_to_half(d);
-    for (int j = 0; j < kQBlock / 2; ++j) {
-      auto q = [&](float v) {
-        const int i = static_cast<int>(v * id + 8.5f);
-        return static_cast<uint8_t>(i < 0 ? 0 : (i > 15 ? 15 : i));
-      };
-      out[b].qs[j] = static_cast<uint8_t>(q(xb[j]) | (q(xb[j + 16]) << 4));
-    }
-  }
 }
 
 void rmsnorm(const float* x, const float* w, float eps, int n, float* out) {

@@ -4,9 +4,7 @@
 
 #include <cstdint>
 
-#include "engine/kernels/quant.h"
-#include "engine/model_config.h"
-#include "engine/tensor.h"
+#include "engine/kernels/dtype.h"
 
 namespace anelm::engine::kernels::ref {
 
@@ -23,9 +21,6 @@ void matmul(const void* w, DType t, int64_t rows, int64_t cols, const float* x, 
 // Q8 activation quantisation (cols % 32 == 0): q = round-half-even(x * 127 / amax), d = f16(amax / 127).
 void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out);
 void dequantize_q8(const QBlock8* q, int64_t n, float* __restrict out);
-// Quantise f32 weights to GGUF Q8_0 / Q4_0 rows (for tests; loaders own the real quantiser).
-void quantize_q8_0(const float* x, int64_t n, BlockQ8_0* __restrict out);
-void quantize_q4_0(const float* x, int64_t n, BlockQ4_0* __restrict out);
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
 void rmsnorm(const float* x, const float* w, float eps, int n, float* out);

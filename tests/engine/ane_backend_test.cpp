@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/model_maker.h"
+#include "tools/model_maker.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
 namespace {
+
+using namespace anelm::tools;
 
 // Logit tolerance: |ane - cpu| <= kRelTol * max(1, max |cpu logit|). The ANE path rounds the
 // residual stream and every activation to fp16 (unit roundoff 4.9e-4) and prescales the norm by

@@ -10,18 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "engine/ane_executor.h"
+#include "engine/ane/ane_executor.h"
 #include "engine/generator.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/reference.h"
 #include "engine/model_loader.h"
-#include "engine/model_maker.h"
+#include "tools/model_maker.h"
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
 namespace {
+
+using namespace anelm::tools;
 
 // Matrices of `m` dequantised to owned F32 tensors: the exact weights the ANE programs are built
 // from (before their single fp16 rounding), so a CPU run over them is the oracle for any source

@@ -8,7 +8,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
-#include "engine/bench_runner.h"
+#include "tools/bench_runner.h"
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/generator.h"
@@ -34,6 +34,8 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace anelm::engine {
 namespace {
+
+using namespace anelm::tools;
 
 const std::vector<int> kPrompt = {1, 403, 407, 261, 378};
 
@@ -97,19 +99,24 @@ TEST_F(GenerateTest, PrefixReuseGivesSameOutput) {
 }
 
 TEST_F(GenerateTest, ValidationNamesTheValues) {
-  auto expect_invalid = [&](const GenerateRequest& r, const std::string& needle) {
+  auto expect_invalid = [&](const GenerateRequest& r, const std::string& needle,
+                            ErrorKind kind = ErrorKind::kInvalidArgument) {
     try {
       engine_->generate(r, {});
       ADD_FAILURE() << "no error for " << needle;
     } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_EQ(e.kind(), kind);
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
   expect_invalid(greedy({}, 5), "empty");
   expect_invalid(greedy({1, 512}, 5), "512");
   expect_invalid(greedy({1, -3}, 5), "-3");
-  expect_invalid(greedy(kPrompt, 508), "513");  // 5 + 508 > 512
+  expect_invalid(greedy(kPrompt, 508), "(508)", ErrorKind::kContextLength);  // 5 + 508 > 512
+  expect_invalid(greedy(kPrompt, -1), "max_tokens must be >= 0");
+  auto whole_context = greedy(std::vector<int>(512, 1), 0);
+  whole_context.max_tokens = std::nullopt;  // no room for one token
+  expect_invalid(whole_context, "(none)", ErrorKind::kContextLength);
   auto bad_top_p = greedy(kPrompt, 5);
   bad_top_p.sampling.top_p = 0.0f;
   expect_invalid(bad_top_p, "top_p");
@@ -206,11 +213,21 @@ TEST_F(GenerateTest, ContextFullFinishes) {
   o.ctx = 16;
   auto small = Engine::load(o);
   EXPECT_EQ(small->ctx(), 16);
-  auto r = greedy(kPrompt, 0);  // until the context is full
+  auto r = greedy(kPrompt, 0);
+  r.max_tokens = std::nullopt;  // until the context is full
   r.ignore_eos = true;
   const GenerateResult g = small->generate(r, {});
   EXPECT_EQ(g.finish, FinishReason::kContext);
   EXPECT_EQ(g.ids.size(), 12u);  // 16 - 5 cached positions + the last sampled token
+}
+
+TEST_F(GenerateTest, ZeroMaxTokensGeneratesNothing) {
+  int calls = 0;
+  const GenerateResult g = engine_->generate(greedy(kPrompt, 0), [&](const TokenStep&) { return ++calls > 0; });
+  EXPECT_TRUE(g.ids.empty());
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(g.finish, FinishReason::kLength);
+  EXPECT_EQ(g.prompt_tokens, 5);
 }
 
 TEST_F(GenerateTest, LogprobsAndTopAlternatives) {

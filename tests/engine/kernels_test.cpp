@@ -9,6 +9,7 @@
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/quantize.h"
 #include "engine/kernels/reference.h"
 
 namespace anelm::engine::kernels {
@@ -24,17 +25,17 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
 
 // Encodes a [rows][cols] f32 matrix as weight type t (bytes laid out like a GGUF tensor).
 std::vector<uint8_t> encode(const std::vector<float>& m, DType t, int64_t rows, int64_t cols) {
-  std::vector<uint8_t> out(static_cast<size_t>(rows * weight_row_bytes(t, cols)));
+  std::vector<uint8_t> out(static_cast<size_t>(rows * dtype_row_bytes(t, cols)));
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = m.data() + r * cols;
-    uint8_t* dst = out.data() + r * weight_row_bytes(t, cols);
+    uint8_t* dst = out.data() + r * dtype_row_bytes(t, cols);
     for (int64_t c = 0; c < cols; ++c) {
       if (t == DType::kF32) reinterpret_cast<float*>(dst)[c] = src[c];
       if (t == DType::kF16) reinterpret_cast<uint16_t*>(dst)[c] = float_to_half(src[c]);
       if (t == DType::kBF16) reinterpret_cast<uint16_t*>(dst)[c] = float_to_bf16(src[c]);
     }
-    if (t == DType::kQ8_0) ref::quantize_q8_0(src, cols, reinterpret_cast<BlockQ8_0*>(dst));
-    if (t == DType::kQ4_0) ref::quantize_q4_0(src, cols, reinterpret_cast<BlockQ4_0*>(dst));
+    if (t == DType::kQ8_0) quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
+    if (t == DType::kQ4_0) quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols);
   }
   return out;
 }

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "engine/gguf_writer.h"
-#include "engine/quantize.h"
+#include "engine/kernels/quantize.h"
 
 namespace anelm::testing::loader {
 
@@ -149,7 +149,7 @@ std::filesystem::path write_tiny_gguf(const std::filesystem::path& dir, const Ti
     std::vector<float> v(n);
     for (int64_t i = 0; i < n; ++i) v[i] = std::sin(i * 0.37f + ti) * 0.05f + (t.shape.size() == 1 ? 1.0f : 0.0f);
     std::vector<uint8_t> bytes(dtype_row_bytes(t.type, n));
-    row_from_f32(v.data(), t.type, bytes.data(), n);
+    kernels::row_from_f32(v.data(), t.type, bytes.data(), n);
     w.write_data(bytes.data(), bytes.size());
   }
   w.finish();

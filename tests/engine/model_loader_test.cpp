@@ -5,15 +5,19 @@
 #include <cstring>
 
 #include "engine/error.h"
-#include "engine/model_info.h"
+#include "tools/model_info.h"
 #include "engine/model_loader.h"
-#include "engine/quantize.h"
+#include "engine/kernels/quantize.h"
 #include "engine/safetensors.h"
+#include "engine/thread_pool.h"
+#include "engine/weight_residency.h"
 #include "tests/engine/loader_fixtures.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
 namespace {
+
+using namespace anelm::tools;
 
 namespace fs = std::filesystem;
 using anelm::testing::make_temp_dir;
@@ -21,7 +25,7 @@ using namespace anelm::testing::loader;
 
 std::vector<float> to_f32(const TensorView& t) {
   std::vector<float> out(t.numel());
-  row_to_f32(t.dtype, t.data, out.data(), t.numel());
+  kernels::row_to_f32(t.dtype, t.data, out.data(), t.numel());
   return out;
 }
 
@@ -70,6 +74,33 @@ TEST(ModelLoader, Stories260K) {
   EXPECT_EQ(w.layers[0].w_down.shape[1], 172);
   EXPECT_TRUE(w.layers[0].bq.empty());
   EXPECT_EQ(m->weight_bytes, 1171200);  // 292,800 f32 parameters
+}
+
+// Residency moves every file-mapped matrix into the model's own memory once; the bytes (and so
+// every executor's reads) are unchanged, and norms stay where the loader put them.
+TEST(ModelLoader, ResidentWeightsAreTheSameBytesOwnedOnce) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  auto mapped = load_model(path.string());
+  auto m = load_model(path.string());
+  const size_t owners_before = m->owners.size();
+  ThreadPool pool(2);
+  make_resident(*m, pool);
+  EXPECT_EQ(m->owners.size(), owners_before + 1);  // one buffer for every copied tensor
+  auto same = [](const TensorView& a, const TensorView& b) {
+    ASSERT_EQ(a.nbytes, b.nbytes);
+    EXPECT_EQ(std::memcmp(a.data, b.data, static_cast<size_t>(a.nbytes)), 0) << a.name;
+  };
+  EXPECT_NE(m->weights.tok_embd.data, mapped->weights.tok_embd.data);
+  same(m->weights.tok_embd, mapped->weights.tok_embd);
+  same(m->weights.lm_head, mapped->weights.lm_head);
+  for (size_t l = 0; l < m->weights.layers.size(); ++l) {
+    const LayerWeights &a = m->weights.layers[l], &b = mapped->weights.layers[l];
+    EXPECT_NE(a.wq.data, b.wq.data);
+    for (auto [x, y] : {std::pair{&a.wq, &b.wq}, {&a.wk, &b.wk}, {&a.wv, &b.wv}, {&a.wo, &b.wo},
+                        {&a.w_gate, &b.w_gate}, {&a.w_up, &b.w_up}, {&a.w_down, &b.w_down},
+                        {&a.attn_norm, &b.attn_norm}})
+      same(*x, *y);
+  }
 }
 
 TEST(ModelLoader, LlamaTinyRandomF16) {

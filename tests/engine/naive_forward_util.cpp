@@ -2,7 +2,8 @@
 #include "tests/engine/naive_forward_util.h"
 
 #include "engine/kernels/fp16.h"
-#include "engine/kernels/quant.h"
+#include "engine/kernels/dtype.h"
+#include "engine/kernels/quantize.h"
 #include "engine/kernels/reference.h"
 
 namespace anelm::engine::testing {
@@ -19,8 +20,8 @@ namespace {
 std::vector<float> linear(const TensorView& w, const std::vector<float>& x) {
   std::vector<float> y(static_cast<size_t>(w.rows()));
   std::vector<float> xin = x;
-  if (kernels::uses_q8_activations(w.dtype)) {
-    std::vector<kernels::QBlock8> q(x.size() / kernels::kQBlock);
+  if (uses_q8_activations(w.dtype)) {
+    std::vector<QBlock8> q(x.size() / kQBlock);
     ref::quantize_q8(x.data(), static_cast<int64_t>(x.size()), q.data());
     ref::dequantize_q8(q.data(), static_cast<int64_t>(x.size()), xin.data());
   }
@@ -81,7 +82,7 @@ TensorView make_tensor(SyntheticModel& m, const std::string& name, DType t, int6
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> f(static_cast<size_t>(rows * cols));
   for (auto& x : f) x = dist(gen);
-  const int64_t rb = kernels::weight_row_bytes(t, cols);
+  const int64_t rb = dtype_row_bytes(t, cols);
   auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rows * rb));
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = f.data() + r * cols;
@@ -91,8 +92,8 @@ TensorView make_tensor(SyntheticModel& m, const std::string& name, DType t, int6
       if (t == DType::kF16) reinterpret_cast<uint16_t*>(dst)[c] = kernels::float_to_half(src[c]);
       if (t == DType::kBF16) reinterpret_cast<uint16_t*>(dst)[c] = kernels::float_to_bf16(src[c]);
     }
-    if (t == DType::kQ8_0) ref::quantize_q8_0(src, cols, reinterpret_cast<kernels::BlockQ8_0*>(dst));
-    if (t == DType::kQ4_0) ref::quantize_q4_0(src, cols, reinterpret_cast<kernels::BlockQ4_0*>(dst));
+    if (t == DType::kQ8_0) kernels::quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
+    if (t == DType::kQ4_0) kernels::quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols);
   }
   m.storage.push_back(buf);
   TensorView v;

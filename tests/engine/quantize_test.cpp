@@ -5,9 +5,10 @@
 #include <cstring>
 #include <random>
 
-#include "engine/quantize.h"
+#include "engine/kernels/quantize.h"
+#include "engine/tensor.h"
 
-namespace anelm::engine {
+namespace anelm::engine::kernels {
 namespace {
 
 TEST(Fp16, KnownValues) {
@@ -105,7 +106,8 @@ TEST(Quantize, RoundTripBounds) {
   const int n = 32 * 64;
   std::vector<float> x(n), y(n);
   for (float& v : x) v = nd(rng);
-  std::vector<uint8_t> q8(dtype_row_bytes(DType::kQ8_0, n)), q4(dtype_row_bytes(DType::kQ4_0, n));
+  std::vector<BlockQ8_0> q8(n / kQBlock);
+  std::vector<BlockQ4_0> q4(n / kQBlock);
   quantize_row_q8_0(x.data(), q8.data(), n);
   dequantize_row_q8_0(q8.data(), y.data(), n);
   for (int b = 0; b < n / 32; ++b) {
@@ -140,4 +142,4 @@ TEST(Quantize, RowConvertersCoverEveryType) {
 }
 
 }  // namespace
-}  // namespace anelm::engine
+}  // namespace anelm::engine::kernels

@@ -7,11 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
-#include "engine/model_maker.h"
+#include "tools/model_maker.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
 namespace {
+
+using namespace anelm::tools;
 
 namespace fs = std::filesystem;
 

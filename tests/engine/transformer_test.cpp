@@ -132,7 +132,7 @@ TEST(TransformerVsNaive, SyntheticEveryWeightType) {
       // The oracle also rounds activations through Q8 for quantised weights, but a float-order
       // difference can still flip one Q8 rounding (a 1/127 step), which the coarse Q4_0 weights
       // amplify through the layers: those get 2e-2 of the logit scale (kernel tests are tight, 1e-4).
-      const float tol = kernels::uses_q8_activations(t) ? 2e-2f : 2e-4f;
+      const float tol = uses_q8_activations(t) ? 2e-2f : 2e-4f;
       check_against_naive(m->cfg, m->w, ids, tol,
                           std::string(qwen2 ? "qwen2" : "llama") + " synthetic " + dtype_name(t));
     }

@@ -76,9 +76,8 @@ engine::GenerateResult FakeEngine::generate(const engine::GenerateRequest& req,
   started++;
   struct Guard { std::atomic<int>& r; ~Guard() { r--; } } guard{running};
   if (script_.throw_on_generate) throw Error(ErrorKind::kInternal, "fake engine failure");
-  if (req.prompt.empty()) throw Error(ErrorKind::kInvalidArgument, "empty prompt");
-  if (static_cast<int>(req.prompt.size()) + req.max_tokens > script_.ctx)
-    throw Error(ErrorKind::kInvalidArgument, "prompt + max_tokens exceeds the context");
+  engine::validate_request(req, config_, script_.ctx);
+  const int max_tokens = req.max_tokens.value_or(script_.ctx - static_cast<int>(req.prompt.size()));
 
   engine::GenerateResult res;
   res.prompt_tokens = static_cast<int>(req.prompt.size());
@@ -93,7 +92,7 @@ engine::GenerateResult FakeEngine::generate(const engine::GenerateRequest& req,
     for (int id : req.prompt) if (id < 256) reply.push_back(id);
   if (reply.empty()) reply.push_back('x');
   res.finish = engine::FinishReason::kLength;
-  for (size_t i = 0; static_cast<int>(res.ids.size()) < req.max_tokens; ++i) {
+  for (size_t i = 0; static_cast<int>(res.ids.size()) < max_tokens; ++i) {
     if (is_cancelled()) { res.finish = engine::FinishReason::kCancelled; cancelled++; return res; }
     if (i == reply.size() && !script_.endless) { res.finish = engine::FinishReason::kStop; break; }
     if (script_.token_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(script_.token_ms));

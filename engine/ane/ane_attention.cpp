@@ -1,0 +1,64 @@
+// CPU attention core of the ANE path (see ane_attention.h): RoPE -> KV store -> causal GQA
+// attention.
+#include "engine/ane/ane_attention.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "engine/activations.h"
+#include "engine/kv_cache.h"
+
+namespace anelm::engine {
+
+namespace {
+
+// Below this many multiply-adds of attention a pool wake-up costs more than it saves.
+constexpr int64_t kInlineAttentionMacs = 128 * 1024;
+
+// RoPE on token t's q [n_heads][hd] and k [n_kv][hd], then K/V rows stored at position pos + t.
+void rope_and_store(const ModelConfig& cfg, const kernels::KernelTable& k, const LayerBatch& b,
+                    int t) {
+  Activations& a = *b.acts;
+  KvCache& kv = *b.kv;
+  const int hd = cfg.head_dim, q_dim = cfg.q_dim(), kv_dim = cfg.kv_dim();
+  float* q = a.q.data() + static_cast<int64_t>(t) * q_dim;
+  float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
+  const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
+  k.rope(q, cfg.n_heads, hd, cfg.rope_dim, b.pos + t, cfg.rope_theta, cfg.rope_layout);
+  k.rope(kr, cfg.n_kv_heads, hd, cfg.rope_dim, b.pos + t, cfg.rope_theta, cfg.rope_layout);
+  const int64_t at = static_cast<int64_t>(b.pos + t) * kv.row_bytes();
+  for (int h = 0; h < cfg.n_kv_heads; ++h) {
+    k.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);
+    k.store_kv(vr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.v(b.layer, h)) + at);
+  }
+}
+
+}  // namespace
+
+void ane_attention_core(const ModelConfig& cfg, const kernels::KernelTable& k, ThreadPool& pool,
+                        const LayerBatch& b) {
+  Activations& a = *b.acts;
+  KvCache& kv = *b.kv;
+  const int n = b.n, hd = cfg.head_dim, q_dim = cfg.q_dim(), group = cfg.group_size();
+  // All K/V of the batch first: token t reads positions [0, pos + t], written by tokens <= t.
+  for (int t = 0; t < n; ++t) rope_and_store(cfg, k, b, t);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  auto run = [&](int64_t begin, int64_t end, int thread) {
+    float* scores = a.scores.data() + static_cast<int64_t>(thread) * a.ctx;
+    for (int64_t i = begin; i < end; ++i) {
+      // Head-major order so each thread's contiguous share mixes short and long causal rows.
+      const int h = static_cast<int>(i / n), t = static_cast<int>(i % n);
+      const int64_t off = static_cast<int64_t>(t) * q_dim + static_cast<int64_t>(h) * hd;
+      k.attend_head(a.q.data() + off, kv.k(b.layer, h / group), kv.v(b.layer, h / group),
+                    kv.dtype(), b.pos + t + 1, hd, scale, scores, a.att.data() + off);
+    }
+  };
+  const int64_t items = static_cast<int64_t>(n) * cfg.n_heads;
+  if (items * (b.pos + n) * hd < kInlineAttentionMacs) {
+    run(0, items, 0);
+  } else {
+    pool.parallel_for(items, run);
+  }
+}
+
+}  // namespace anelm::engine

@@ -1,0 +1,89 @@
+// RMSNorm prescale calibration for the ANE programs (see ane_calibrate.h): one 8-token CPU forward.
+#include "engine/ane/ane_calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/activations.h"
+#include "engine/cpu_executor.h"
+#include "engine/kv_cache.h"
+#include "engine/layer_executor.h"
+
+namespace anelm::engine {
+
+namespace {
+
+constexpr int kCalibTokens = 8;
+constexpr double kHeadroom = 16.0;  // inputs up to 16x the calibration's still fit
+constexpr double kFp16Max = 65504.0;
+constexpr double kMinPrescale = 1.0 / 4096;
+
+// max|x| and max per-token rms over n rows of d.
+struct Magnitude {
+  double amax = 0, rms = 0;
+  void add(const float* x, int n, int d) {
+    for (int t = 0; t < n; ++t) {
+      double ss = 0;
+      for (int i = 0; i < d; ++i) {
+        const double v = x[static_cast<long>(t) * d + i];
+        amax = std::max(amax, std::fabs(v));
+        ss += v * v;
+      }
+      rms = std::max(rms, std::sqrt(ss / d));
+    }
+  }
+};
+
+double prescale_for(const Magnitude& m, int d) {
+  double p = 1.0;
+  auto fits = [&](double q) {
+    const double a = m.amax * q * kHeadroom, r = m.rms * q * kHeadroom;
+    return std::isfinite(a) && a <= 256.0 && d * r * r <= kFp16Max;
+  };
+  while (p > kMinPrescale && !fits(p)) p /= 2;
+  return p;
+}
+
+}  // namespace
+
+AnePrescales fixed_ane_prescales(const ModelConfig& cfg, double p) {
+  AnePrescales s;
+  s.attn.assign(static_cast<size_t>(cfg.n_layers), p);
+  s.ffn.assign(static_cast<size_t>(cfg.n_layers), p);
+  s.head = p;
+  return s;
+}
+
+AnePrescales calibrate_ane_prescales(const ModelConfig& cfg, const ModelWeights& w,
+                                     ThreadPool& pool, const kernels::KernelTable& k) {
+  const int d = cfg.d_model, n = kCalibTokens;
+  KvCache kv(cfg, n, DType::kF32);
+  Activations acts(cfg, n, n, pool.size());
+  CpuExecutor cpu(cfg, w, pool, k);
+  std::vector<int> ids(static_cast<size_t>(n));
+  ids[0] =
+      cfg.bos_id >= 0 && cfg.bos_id < cfg.vocab_size ? cfg.bos_id : std::min(1, cfg.vocab_size - 1);
+  for (int t = 1; t < n; ++t)
+    ids[static_cast<size_t>(t)] =
+        static_cast<int>((static_cast<long>(t) * 7919 + 13) % cfg.vocab_size);
+  for (int t = 0; t < n; ++t) {
+    k.dequantize_row(w.tok_embd.data, w.tok_embd.dtype, ids[static_cast<size_t>(t)], d,
+                     acts.x.data() + static_cast<long>(t) * d);
+  }
+  AnePrescales s;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    Magnitude in, out;
+    in.add(acts.x.data(), n, d);
+    cpu.run_layer(LayerBatch{l, n, 0, acts.x.data(), &kv, &acts});
+    out.add(acts.x.data(), n, d);
+    Magnitude both{std::max(in.amax, out.amax), std::max(in.rms, out.rms)};
+    s.attn.push_back(prescale_for(in, d));
+    s.ffn.push_back(prescale_for(both, d));
+  }
+  Magnitude fin;
+  fin.add(acts.x.data(), n, d);
+  s.head = prescale_for(fin, d);
+  return s;
+}
+
+}  // namespace anelm::engine

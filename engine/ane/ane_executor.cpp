@@ -1,0 +1,342 @@
+// The ANE backend: compiles every placed program at start-up and installs the per-layer and
+// LM-head executors on the Transformer.
+#include "engine/ane/ane_executor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+
+#include "ane_bridge/mil_blocks.h"
+#include "ane_bridge/program.h"
+#include "ane_bridge/surface_layout.h"
+#include "engine/activations.h"
+#include "engine/ane/ane_attention.h"
+#include "engine/ane/ane_calibrate.h"
+#include "engine/ane/ane_programs.h"
+#include "engine/error.h"
+#include "engine/kernels/quantize.h"
+#include "engine/thread_pool.h"
+#include "engine/transformer.h"
+
+namespace anelm::engine {
+
+namespace {
+
+using namespace ane_programs;
+
+// ======================================= execution ============================================
+
+struct Surface {
+  ane::SurfaceLayout layout;
+  std::vector<std::uint8_t> bytes;
+  explicit Surface(ane::SurfaceLayout l)
+      : layout(l), bytes(static_cast<std::size_t>(l.alloc_bytes())) {}
+};
+
+// The four surfaces of one S bucket, shared by every layer (programs run one at a time).
+struct BucketIo {
+  std::int64_t seq;
+  Surface a_in, a_out, b_in, b_out;  // [D,S] -> [Qd+2KVd,S]; [Qd+D,S] -> [D,S]
+  BucketIo(const ModelConfig& c, std::int64_t s)
+      : seq(s),
+        a_in(ane::SurfaceLayout::channel_major(c.d_model, s)),
+        a_out(ane::SurfaceLayout::channel_major(c.q_dim() + 2 * c.kv_dim(), s)),
+        b_in(ane::SurfaceLayout::channel_major(c.q_dim() + c.d_model, s)),
+        b_out(ane::SurfaceLayout::channel_major(c.d_model, s)) {}
+};
+
+void evaluate(ane::Program& p, const Surface& in, Surface& out) {
+  const std::span<const std::uint8_t> ins[1] = {in.bytes};
+  const std::span<std::uint8_t> outs[1] = {out.bytes};
+  const ane::Status s = p.evaluate(ins, outs);
+  if (!s.ok()) check(s, "evaluating ANE program ", p.name());
+}
+
+// Token-major rows [m][ch] <-> channels [off, off + ch) of lanes [0, m).
+void pack(const float* rows, int m, std::int64_t off, std::int64_t ch, Surface& s) {
+  const std::span<const float> src(rows, static_cast<std::size_t>(m * ch));
+  check(ane::pack_tokens(src, m, s.layout, s.bytes, off, ch), "packing an ANE input");
+}
+void unpack(const Surface& s, int m, std::int64_t off, std::int64_t ch, float* rows) {
+  const std::span<float> dst(rows, static_cast<std::size_t>(m * ch));
+  check(ane::unpack_tokens(s.bytes, s.layout, m, dst, off, ch), "unpacking an ANE output");
+}
+
+// State shared by the layer executors: config, CPU kernels for the attention core, surfaces.
+struct AneShared {
+  const ModelConfig& cfg;
+  const kernels::KernelTable& k;
+  ThreadPool& pool;
+  std::vector<BucketIo> io;  // ascending S
+
+  // The smallest bucket holding `remaining` tokens, else the largest (then more chunks follow).
+  std::size_t bucket_for(int remaining) const {
+    for (std::size_t i = 0; i < io.size(); ++i)
+      if (io[i].seq >= remaining) return i;
+    return io.size() - 1;
+  }
+};
+
+// One decoder layer: A on the ANE, attention on the CPU, B on the ANE; chunked over S buckets.
+class AneLayer final : public LayerExecutor {
+ public:
+  AneLayer(AneShared& s, int layer) : s_(s), layer_(layer) {}
+  const char* name() const override { return "ane"; }
+
+  void add(std::unique_ptr<ane::Program> a, std::unique_ptr<ane::Program> b) {
+    attn_.push_back(std::move(a));
+    ffn_.push_back(std::move(b));
+  }
+
+  void run_layer(const LayerBatch& b) override {
+    if (b.layer != layer_)  // the programs bake this layer's weights
+      throw Error(ErrorKind::kInternal, "ANE executor of layer " + std::to_string(layer_) +
+                                            " called for layer " + std::to_string(b.layer));
+    Activations& a = *b.acts;
+    const ModelConfig& c = s_.cfg;
+    const std::int64_t d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim();
+    for (int t0 = 0; t0 < b.n;) {  // A: x rows -> q, k, v rows
+      const std::size_t bi = s_.bucket_for(b.n - t0);
+      BucketIo& io = s_.io[bi];
+      const int m = static_cast<int>(std::min<std::int64_t>(io.seq, b.n - t0));
+      pack(b.x + t0 * d, m, 0, d, io.a_in);
+      evaluate(*attn_[bi], io.a_in, io.a_out);
+      unpack(io.a_out, m, 0, qd, a.q.data() + t0 * qd);
+      unpack(io.a_out, m, qd, kvd, a.k.data() + t0 * kvd);
+      unpack(io.a_out, m, qd + kvd, kvd, a.v.data() + t0 * kvd);
+      t0 += m;
+    }
+    ane_attention_core(c, s_.k, s_.pool, b);
+    for (int t0 = 0; t0 < b.n;) {  // B: (attention rows, residual rows) -> next residual rows
+      const std::size_t bi = s_.bucket_for(b.n - t0);
+      BucketIo& io = s_.io[bi];
+      const int m = static_cast<int>(std::min<std::int64_t>(io.seq, b.n - t0));
+      pack(a.att.data() + t0 * qd, m, 0, qd, io.b_in);
+      pack(b.x + t0 * d, m, qd, d, io.b_in);
+      evaluate(*ffn_[bi], io.b_in, io.b_out);
+      unpack(io.b_out, m, 0, d, b.x + t0 * d);
+      t0 += m;
+    }
+  }
+
+ private:
+  AneShared& s_;
+  int layer_;
+  std::vector<std::unique_ptr<ane::Program>> attn_, ffn_;  // [bucket]
+};
+
+// Final norm + LM head as vocabulary chunks at S = 32: up to 32 rows per pass, one shared input.
+class AneHead final : public HeadExecutor {
+ public:
+  AneHead(const ModelConfig& c, std::vector<ane::LmHeadChunk> chunks)
+      : cfg_(c),
+        chunks_(std::move(chunks)),
+        in_(ane::SurfaceLayout::channel_major(c.d_model, ane::kDecodeSeqLen)),
+        out_(ane::SurfaceLayout::channel_major(max_rows(), ane::kDecodeSeqLen)),
+        scratch_(static_cast<std::size_t>(ane::kDecodeSeqLen * max_rows())) {}
+
+  void add(std::unique_ptr<ane::Program> p) { programs_.push_back(std::move(p)); }
+
+  void logits(const float* x, int n, float* out) override {
+    const std::int64_t d = cfg_.d_model, vocab = cfg_.vocab_size;
+    for (int t0 = 0; t0 < n;) {
+      const int m = static_cast<int>(std::min<std::int64_t>(ane::kDecodeSeqLen, n - t0));
+      pack(x + t0 * d, m, 0, d, in_);
+      for (std::size_t i = 0; i < chunks_.size(); ++i) {
+        const ane::LmHeadChunk& c = chunks_[i];
+        // Each chunk has its own row count: view the shared output surface with its layout.
+        out_.layout = ane::SurfaceLayout::channel_major(c.rows, ane::kDecodeSeqLen);
+        evaluate(*programs_[i], in_, out_);
+        unpack(out_, m, 0, c.rows, scratch_.data());
+        for (int t = 0; t < m; ++t)
+          std::copy_n(scratch_.data() + t * c.rows, c.rows, out + (t0 + t) * vocab + c.row_begin);
+      }
+      t0 += m;
+    }
+  }
+
+ private:
+  std::int64_t max_rows() const {
+    std::int64_t r = 0;
+    for (const auto& c : chunks_) r = std::max(r, c.rows);
+    return r;
+  }
+
+  const ModelConfig& cfg_;
+  std::vector<ane::LmHeadChunk> chunks_;
+  Surface in_, out_;
+  std::vector<float> scratch_;  // [32][max chunk rows]
+  std::vector<std::unique_ptr<ane::Program>> programs_;
+};
+
+// ======================================== backend =============================================
+
+ane::RuntimeOptions runtime_options(const AneBackendOptions& o) {
+  ane::RuntimeOptions ro;
+  ro.backend = o.simulator ? ane::Backend::kSimulator : ane::Backend::kAuto;
+  ro.cache_dir = o.cache_dir;
+  ro.compile_budget = o.compile_budget;
+  ro.sim.compile_budget = o.compile_budget;
+  return ro;
+}
+
+class AneBackendImpl final : public AneBackend {
+ public:
+  AneBackendImpl(const ModelConfig& cfg, const ModelWeights& w, Transformer& tf, ThreadPool& pool,
+                 const AneBackendOptions& o)
+      : cfg_(cfg), w_(w), tf_(tf), opts_(o), shared_{cfg, tf.kernels(), pool, {}} {
+    std::string why;
+    check(ane::make_runtime(runtime_options(o), &rt_, &why), "starting the ANE runtime");
+    const bool sim = rt_->kind() != "ane";
+    stats_.why_not_ane = sim ? why : "";
+    if (sim && !o.simulator) spdlog::info("ANE runtime unavailable ({}); using the simulator", why);
+    const Placement p = place_programs(cfg, o, o.compile_budget - rt_->stats().compiles);
+    const auto tc = Clock::now();
+    ps_ = o.rms_prescale > 0 ? fixed_ane_prescales(cfg, o.rms_prescale)
+                             : calibrate_ane_prescales(cfg, w, pool, tf.kernels());
+    stats_.build_ms += ms_since(tc);
+    for (std::int64_t s : p.buckets) shared_.io.emplace_back(cfg, s);
+    const int total = p.total;
+    int done = 0;
+    auto progress = [&] {
+      if (opts_.progress) opts_.progress(++done, total);
+    };
+    int ane_layers = 0;
+    for (; ane_layers < p.ane_layers; ++ane_layers)
+      if (!compile_layer(ane_layers, p.buckets, progress)) break;
+    if (!p.chunks.empty()) compile_head(p.chunks, progress);
+    for (int l = 0; l < ane_layers; ++l) tf_.set_layer_executor(l, layers_[l].get());
+    if (head_) tf_.set_head_executor(head_.get());
+    fill_stats(p, ane_layers, sim);
+    spdlog::info(
+        "ANE backend ({}): {} programs ({} compiled, {} from cache, budget {}), {} per "
+        "decode token, S buckets {}, {} weights, norm prescale {}..{}, build {:.0f} ms, "
+        "compile {:.0f} ms",
+        stats_.backend, stats_.programs, stats_.compiles, stats_.cache_hits, stats_.compile_budget,
+        stats_.programs_per_decode_token, fmt_buckets(stats_.seq_buckets), stats_.weight_format,
+        stats_.prescale_min, stats_.prescale_max, stats_.build_ms, stats_.compile_ms);
+  }
+
+  ~AneBackendImpl() override {
+    for (int l = 0; l < static_cast<int>(layers_.size()); ++l) tf_.set_layer_executor(l, nullptr);
+    if (head_) tf_.set_head_executor(nullptr);
+  }
+
+  const AneBackendStats& stats() const override { return stats_; }
+
+ private:
+  static std::string fmt_buckets(const std::vector<int>& b) {
+    std::string s;
+    for (int v : b) s += (s.empty() ? "" : ",") + std::to_string(v);
+    return s;
+  }
+
+  // Compiles (or loads from the cache) one program; false when the runtime refused it.
+  std::unique_ptr<ane::Program> compile(const ane::BlockProgram& b) {
+    const auto t0 = Clock::now();
+    std::unique_ptr<ane::Program> prog;
+    const ane::Status s = rt_->compile(b.source, &prog);
+    stats_.compile_ms += ms_since(t0);
+    if (!s.ok()) {
+      if (!opts_.cpu_remainder)
+        throw Error(s.code() == ane::StatusCode::kBudgetExhausted ? ErrorKind::kResourceExhausted
+                                                                  : ErrorKind::kInternal,
+                    "compiling ANE program " + b.source.name + ": " + s.to_string());
+      spdlog::warn("compiling ANE program {} failed ({}); falling back to the CPU", b.source.name,
+                   s.to_string());
+      return nullptr;
+    }
+    stats_.weight_bytes += static_cast<std::int64_t>(b.weight_bytes);
+    return prog;
+  }
+
+  template <class Progress>
+  bool compile_layer(int l, const std::vector<std::int64_t>& buckets, Progress& progress) {
+    auto t0 = Clock::now();
+    const LayerF32 lw(w_.layers[static_cast<std::size_t>(l)]);
+    auto layer = std::make_unique<AneLayer>(shared_, l);
+    for (std::int64_t s : buckets) {
+      const ane::BlockProgram a = build_layer_block(cfg_, lw, l, false, s, opts_.int8_weights, ps_);
+      const ane::BlockProgram b = build_layer_block(cfg_, lw, l, true, s, opts_.int8_weights, ps_);
+      stats_.build_ms += ms_since(t0);
+      auto pa = compile(a);
+      if (!pa) return false;
+      progress();
+      auto pb = compile(b);
+      if (!pb) return false;
+      progress();
+      layer->add(std::move(pa), std::move(pb));
+      t0 = Clock::now();
+    }
+    layers_.push_back(std::move(layer));
+    return true;
+  }
+
+  template <class Progress>
+  void compile_head(const std::vector<ane::LmHeadChunk>& chunks, Progress& progress) {
+    const std::vector<float> norm = to_f32(w_.out_norm);
+    auto head = std::make_unique<AneHead>(cfg_, chunks);
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      const auto t0 = Clock::now();
+      const ane::BlockProgram b = build_head_block(cfg_, w_, norm, chunks[i], static_cast<int>(i),
+                                                   opts_.int8_weights, ps_.head);
+      stats_.build_ms += ms_since(t0);
+      auto p = compile(b);
+      if (!p) return;  // the whole head stays on the CPU
+      progress();
+      head->add(std::move(p));
+    }
+    head_ = std::move(head);
+  }
+
+  void fill_stats(const Placement& p, int ane_layers, bool sim) {
+    const ane::RuntimeStats rs = rt_->stats();
+    AneBackendStats& s = stats_;
+    s.weight_format = opts_.int8_weights ? "int8" : "fp16";
+    for (std::int64_t b : p.buckets) s.seq_buckets.push_back(static_cast<int>(b));
+    s.ane_layers = ane_layers;
+    s.lm_head_on_ane = head_ != nullptr;
+    s.lm_head_chunks = head_ ? static_cast<int>(p.chunks.size()) : 0;
+    s.programs = ane_layers * 2 * static_cast<int>(p.buckets.size()) + s.lm_head_chunks;
+    s.compiles = rs.compiles;
+    s.cache_hits = rs.cache_hits;
+    s.compile_budget = rs.compile_budget;
+    s.programs_per_decode_token = ane_layers * 2 + s.lm_head_chunks;
+    s.backend = sim ? "ane (simulator)" : "ane";
+    s.prescale_min = s.prescale_max = ps_.head;
+    for (int l = 0; l < ane_layers; ++l)
+      for (double v :
+           {ps_.attn[static_cast<std::size_t>(l)], ps_.ffn[static_cast<std::size_t>(l)]}) {
+        s.prescale_min = std::min(s.prescale_min, v);
+        s.prescale_max = std::max(s.prescale_max, v);
+      }
+    std::string cpu;
+    if (ane_layers < cfg_.n_layers)
+      cpu = "layers " + std::to_string(ane_layers) + "-" + std::to_string(cfg_.n_layers - 1);
+    if (!head_) cpu += std::string(cpu.empty() ? "" : ", ") + "lm head";
+    if (!cpu.empty()) s.backend += " + cpu (" + cpu + ")";
+  }
+
+  const ModelConfig& cfg_;
+  const ModelWeights& w_;
+  Transformer& tf_;
+  AneBackendOptions opts_;
+  AneShared shared_;
+  AnePrescales ps_;
+  std::unique_ptr<ane::Runtime> rt_;  // declared before the programs: outlives them
+  std::vector<std::unique_ptr<AneLayer>> layers_;
+  std::unique_ptr<AneHead> head_;
+  AneBackendStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<AneBackend> make_ane_backend(const ModelConfig& cfg, const ModelWeights& weights,
+                                             Transformer& tf, ThreadPool& pool,
+                                             const AneBackendOptions& opts) {
+  return std::make_unique<AneBackendImpl>(cfg, weights, tf, pool, opts);
+}
+
+}  // namespace anelm::engine

@@ -1,0 +1,111 @@
+// `anelm compile`'s engine side: the program plan (counts only) and the export of every program.
+#include "engine/ane/ane_export.h"
+
+#include <filesystem>
+
+#include "ane_bridge/program_export.h"
+#include "engine/ane/ane_calibrate.h"
+#include "engine/ane/ane_programs.h"
+#include "engine/error.h"
+#include "engine/kernels/kernels.h"
+#include "engine/thread_pool.h"
+
+namespace anelm::engine {
+
+using namespace ane_programs;
+
+namespace {
+
+// Bytes of one MILBlob file holding `payload` bytes: 64-byte header + 64-byte record + payload
+// padded to 64 (weight_blob.h).
+std::int64_t blob_file_bytes(std::int64_t payload) { return 128 + (payload + 63) / 64 * 64; }
+
+// Weight files of a [rows][cols] matrix: fp16 payload, or int8 payload + fp16 scale file.
+std::int64_t matrix_bytes(std::int64_t rows, std::int64_t cols, bool int8) {
+  return int8 ? blob_file_bytes(rows * cols) + blob_file_bytes(2 * rows)
+              : blob_file_bytes(2 * rows * cols);
+}
+
+std::int64_t estimate_weight_bytes(const ModelConfig& c, const Placement& p, bool int8) {
+  const std::int64_t d = c.d_model, qkv = c.q_dim() + 2 * c.kv_dim(), f = c.d_ff;
+  std::int64_t a = matrix_bytes(qkv, d, int8) + (c.qkv_bias ? blob_file_bytes(2 * qkv) : 0);
+  std::int64_t b =
+      matrix_bytes(d, c.q_dim(), int8) + 2 * matrix_bytes(f, d, int8) + matrix_bytes(d, f, int8);
+  std::int64_t total = (a + b) * p.ane_layers * static_cast<std::int64_t>(p.buckets.size());
+  for (const auto& ch : p.chunks) total += matrix_bytes(ch.rows, d, int8);
+  return total;
+}
+
+AneCompileSummary summarize(const ModelConfig& cfg, const AneBackendOptions& o,
+                            const Placement& p) {
+  AneCompileSummary s;
+  s.model_name = cfg.name;
+  s.weight_format = o.int8_weights ? "int8" : "fp16";
+  for (std::int64_t b : p.buckets) s.seq_buckets.push_back(static_cast<int>(b));
+  s.n_layers = cfg.n_layers;
+  s.ane_layers = p.ane_layers;
+  s.lm_head_chunks = static_cast<int>(p.chunks.size());
+  s.programs_per_decode_token = 2 * p.ane_layers + s.lm_head_chunks;
+  s.total_programs = p.total;
+  s.compile_budget = o.compile_budget;
+  s.fits_budget = p.ane_layers == cfg.n_layers && (!o.lm_head_on_ane || !p.chunks.empty()) &&
+                  p.total <= o.compile_budget;
+  s.total_weight_bytes = estimate_weight_bytes(cfg, p, o.int8_weights);
+  return s;
+}
+
+void write_block(const std::filesystem::path& dir, const ane::BlockProgram& b,
+                 std::vector<ane::ManifestEntry>* entries, AneCompileSummary* s) {
+  check(ane::write_program_dir(dir, b.source), "writing ", b.source.name);
+  entries->push_back(ane::manifest_entry(b));
+  s->program_names.push_back(b.source.name);
+  s->total_weight_bytes += static_cast<std::int64_t>(b.weight_bytes);
+}
+
+}  // namespace
+
+AneCompileSummary plan_ane_programs(const ModelConfig& cfg, const AneBackendOptions& opts) {
+  return summarize(cfg, opts, place_programs(cfg, opts, opts.compile_budget));
+}
+
+AneCompileSummary export_ane_programs(const ModelConfig& cfg, const ModelWeights& weights,
+                                      const std::string& out_dir, const AneBackendOptions& opts) {
+  const auto t0 = Clock::now();
+  const Placement p = place_programs(cfg, opts, opts.compile_budget);
+  AneCompileSummary s = summarize(cfg, opts, p);
+  s.out_dir = out_dir;
+  s.total_weight_bytes = 0;
+  s.weight_bytes_exact = true;
+  const std::filesystem::path dir(out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::kIo, "cannot create " + out_dir + ": " + ec.message());
+  // Streamed: one program in memory at a time (ane_bridge's write_programs wants them all at
+  // once, ~1 GB for Qwen2.5-0.5B); same directory layout and manifest.
+  std::vector<ane::ManifestEntry> entries;
+  AnePrescales ps;
+  if (opts.rms_prescale > 0) {
+    ps = fixed_ane_prescales(cfg, opts.rms_prescale);
+  } else {  // the same calibration as the backend, so the programs are identical
+    ThreadPool pool(1);
+    ps = calibrate_ane_prescales(cfg, weights, pool, kernels::active_kernels());
+  }
+  for (int l = 0; l < p.ane_layers; ++l) {
+    const LayerF32 lw(weights.layers[static_cast<std::size_t>(l)]);
+    for (std::int64_t sq : p.buckets)
+      for (bool ffn : {false, true})
+        write_block(dir, build_layer_block(cfg, lw, l, ffn, sq, opts.int8_weights, ps), &entries,
+                    &s);
+  }
+  const std::vector<float> norm = to_f32(weights.out_norm);
+  for (std::size_t i = 0; i < p.chunks.size(); ++i)
+    write_block(dir,
+                build_head_block(cfg, weights, norm, p.chunks[i], static_cast<int>(i),
+                                 opts.int8_weights, ps.head),
+                &entries, &s);
+  check(ane::write_manifest(dir, entries, cfg.name), "writing manifest.json");
+  s.build_ms = ms_since(t0);
+  return s;
+}
+
+}  // namespace anelm::engine

@@ -1,0 +1,158 @@
+// Placement and program building shared by the ANE backend and the export (ane_programs.h).
+#include "engine/ane/ane_programs.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "engine/error.h"
+#include "engine/kernels/quantize.h"
+
+namespace anelm::engine::ane_programs {
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// `what` is a C string so the per-token paths build no message unless something failed.
+void check(const ane::Status& s, const char* what, const std::string& name) {
+  if (!s.ok()) throw Error(ErrorKind::kInternal, what + name + ": " + s.to_string());
+}
+
+// ======================================= placement ============================================
+
+namespace {
+
+std::vector<std::int64_t> checked_buckets(const std::vector<int>& in) {
+  std::vector<std::int64_t> b(in.begin(), in.end());
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  for (std::int64_t s : b)
+    if (s <= 0 || s % 32 != 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "ANE seq bucket " + std::to_string(s) + " must be a positive multiple of 32");
+  if (b.empty() || b[0] != ane::kDecodeSeqLen)
+    throw Error(ErrorKind::kInvalidArgument, "ANE seq buckets must contain 32 (the decode bucket)");
+  return b;
+}
+
+}  // namespace
+
+Placement place_programs(const ModelConfig& cfg, const AneBackendOptions& o, int budget) {
+  Placement p;
+  p.buckets = checked_buckets(o.seq_buckets);
+  if (o.lm_head_on_ane) p.chunks = ane::plan_lm_head_chunks(cfg.vocab_size, o.max_lm_head_rows);
+  const int n_layers = cfg.n_layers, head = static_cast<int>(p.chunks.size());
+  auto need = [&](int layers, std::size_t nb) { return layers * 2 * static_cast<int>(nb) + head; };
+  // Optional (prefill) buckets only while the whole model keeps `budget_reserve` compiles spare.
+  while (p.buckets.size() > 1 && need(n_layers, p.buckets.size()) > budget - o.budget_reserve)
+    p.buckets.pop_back();
+  p.ane_layers = n_layers;
+  if (need(n_layers, 1) > budget) {
+    const std::string why = "the ANE plan for '" + cfg.name + "' needs " +
+                            std::to_string(need(n_layers, 1)) + " compiles (" +
+                            std::to_string(n_layers) + " layers x 2 programs + " +
+                            std::to_string(head) +
+                            " LM-head chunks) but the per-process budget "
+                            "is " +
+                            std::to_string(budget);
+    if (!o.cpu_remainder)
+      throw Error(ErrorKind::kResourceExhausted,
+                  why +
+                      "; HINT: enable cpu_remainder, keep the LM head on the CPU, or fill the "
+                      "compile cache in an earlier process (cached programs cost no compile)");
+    if (head > 0 && head + 2 > budget) p.chunks.clear();
+    const int h = static_cast<int>(p.chunks.size());
+    p.ane_layers = std::clamp((budget - h) / 2, 0, n_layers);
+    if (p.ane_layers < n_layers)
+      p.cpu_note = "layers " + std::to_string(p.ane_layers) + "-" + std::to_string(n_layers - 1);
+    if (p.chunks.empty()) p.cpu_note += std::string(p.cpu_note.empty() ? "" : ", ") + "lm head";
+    spdlog::warn("{}; running {} on the CPU", why, p.cpu_note);
+  } else if (!o.lm_head_on_ane) {
+    p.cpu_note = "lm head";
+  }
+  p.total =
+      p.ane_layers * 2 * static_cast<int>(p.buckets.size()) + static_cast<int>(p.chunks.size());
+  return p;
+}
+
+// ==================================== program building ========================================
+
+// `rows` rows of a [rows][cols] weight from `row0`, any storage type, as f32.
+std::vector<float> to_f32(const TensorView& t, std::int64_t row0, std::int64_t rows) {
+  if (t.empty()) return {};
+  const std::int64_t cols = t.cols();
+  if (rows < 0) rows = t.rows() - row0;
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  const auto* src =
+      static_cast<const std::uint8_t*>(t.data) + row0 * dtype_row_bytes(t.dtype, cols);
+  kernels::row_to_f32(t.dtype, src, out.data(), rows * cols);
+  return out;
+}
+
+LayerF32::LayerF32(const LayerWeights& L)
+      : attn_norm(to_f32(L.attn_norm)),
+        wq(to_f32(L.wq)),
+        wk(to_f32(L.wk)),
+        wv(to_f32(L.wv)),
+        bq(to_f32(L.bq)),
+        bk(to_f32(L.bk)),
+        bv(to_f32(L.bv)),
+        wo(to_f32(L.wo)),
+        ffn_norm(to_f32(L.ffn_norm)),
+        wg(to_f32(L.w_gate)),
+        wu(to_f32(L.w_up)),
+        wd(to_f32(L.w_down)) {}
+
+namespace {
+
+ane::LayerShapes layer_shapes(const ModelConfig& c) {
+  return {c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff, c.rms_eps};
+}
+
+ane::BlockOptions block_opts(const std::string& kind, int index, std::int64_t seq, bool int8,
+                             double prescale) {
+  ane::BlockOptions o;
+  o.rms_prescale = prescale;
+  o.seq_len = seq;
+  o.format = int8 ? ane::WeightFormat::kInt8 : ane::WeightFormat::kFp16;
+  o.name = ane::block_name(kind, index, seq);
+  return o;
+}
+
+}  // namespace
+
+// Program A (ffn == false) or B of `layer` for bucket `seq`.
+ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, int layer, bool ffn,
+                                    std::int64_t seq, bool int8, const AnePrescales& ps) {
+  ane::BlockProgram b;
+  const double p = (ffn ? ps.ffn : ps.attn)[static_cast<std::size_t>(layer)];
+  const ane::BlockOptions o = block_opts(ffn ? "ffn" : "attn_in", layer, seq, int8, p);
+  if (!ffn) {
+    const ane::AttnInputWeights aw{w.attn_norm, {w.wq, w.bq}, {w.wk, w.bk}, {w.wv, w.bv}};
+    check(ane::build_attn_input_block(layer_shapes(cfg), aw, o, &b), "building ", o.name);
+  } else {
+    const ane::FfnBlockWeights fw{{w.wo, {}}, w.ffn_norm, {w.wg, {}}, {w.wu, {}}, {w.wd, {}}};
+    check(ane::build_ffn_block(layer_shapes(cfg), fw, o, &b), "building ", o.name);
+  }
+  b.layer = layer;
+  return b;
+}
+
+// LM-head chunk `index` at S = 32 with the final norm fused. Only the chunk's rows are dequantised
+// (the full f32 head of a 151,936-token vocabulary would be 544 MB): the builder sees a vocabulary
+// of chunk.rows, and the output segment is renamed to the real row range afterwards.
+ane::BlockProgram build_head_block(const ModelConfig& cfg, const ModelWeights& w,
+                                   const std::vector<float>& out_norm, const ane::LmHeadChunk& c,
+                                   int index, bool int8, double prescale) {
+  const std::vector<float> rows = to_f32(w.lm_head, c.row_begin, c.rows);
+  ane::BlockProgram b;
+  const ane::BlockOptions o = block_opts("lm_head", index, ane::kDecodeSeqLen, int8, prescale);
+  check(ane::build_lm_head_chunk(layer_shapes(cfg), rows, c.rows, {0, c.rows}, out_norm, o, &b),
+        "building ", o.name);
+  b.outputs[0].segments[0].name =
+      "logits[" + std::to_string(c.row_begin) + ":" + std::to_string(c.row_begin + c.rows) + "]";
+  return b;
+}
+
+}  // namespace anelm::engine::ane_programs

@@ -1,0 +1,54 @@
+// What the ANE backend and `anelm compile` share: placement of every program within the compile
+// budget, and building a layer's or an LM-head chunk's program from engine weights.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ane_bridge/mil_blocks.h"
+#include "ane_bridge/status.h"
+#include "engine/ane/ane_calibrate.h"
+#include "engine/ane/ane_executor.h"
+#include "engine/model_config.h"
+#include "engine/weights.h"
+
+namespace anelm::engine::ane_programs {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0);
+
+// Throws Error(kInternal) naming `what` + `name` when s failed. `what` is a C string so the
+// per-token paths build no message unless something failed.
+void check(const ane::Status& s, const char* what, const std::string& name = {});
+
+// Where every program goes. The same rules serve the backend, the plan and the export.
+struct Placement {
+  std::vector<std::int64_t> buckets;     // ascending; buckets[0] == 32
+  int ane_layers = 0;                    // layers [0, ane_layers) on the ANE
+  std::vector<ane::LmHeadChunk> chunks;  // empty: head on the CPU
+  int total = 0;                         // cold-start compiles
+  std::string cpu_note;                  // what stays on the CPU ("" when nothing)
+};
+Placement place_programs(const ModelConfig& cfg, const AneBackendOptions& o, int budget);
+
+// `rows` rows of a [rows][cols] weight from `row0`, any storage type, as f32.
+std::vector<float> to_f32(const TensorView& t, std::int64_t row0 = 0, std::int64_t rows = -1);
+
+// One layer's weights dequantised once, shared by the programs of every S bucket.
+struct LayerF32 {
+  std::vector<float> attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, wg, wu, wd;
+  explicit LayerF32(const LayerWeights& L);
+};
+
+// Program A (ffn == false) or B of `layer` for bucket `seq`.
+ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, int layer, bool ffn,
+                                    std::int64_t seq, bool int8, const AnePrescales& ps);
+
+// LM-head chunk `index` at S = 32 with the final norm fused.
+ane::BlockProgram build_head_block(const ModelConfig& cfg, const ModelWeights& w,
+                                   const std::vector<float>& out_norm, const ane::LmHeadChunk& c,
+                                   int index, bool int8, double prescale);
+
+}  // namespace anelm::engine::ane_programs

@@ -1,0 +1,111 @@
+// make_resident: file-mapped weight tensors copied once into anonymous huge-page memory.
+#include "engine/weight_residency.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace anelm::engine {
+
+namespace {
+
+// [begin, end) address ranges of this process's file-backed mappings (inode != 0), read once.
+std::vector<std::pair<uintptr_t, uintptr_t>> file_mappings() {
+  std::vector<std::pair<uintptr_t, uintptr_t>> out;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream ls(line);
+    std::string range, perms, offset, dev;
+    uint64_t inode = 0;
+    ls >> range >> perms >> offset >> dev >> inode;
+    const size_t dash = range.find('-');
+    if (inode == 0 || dash == std::string::npos) continue;
+    out.emplace_back(std::stoull(range.substr(0, dash), nullptr, 16), std::stoull(range.substr(dash + 1), nullptr, 16));
+  }
+  return out;
+}
+
+std::vector<TensorView*> matrices(ModelWeights& w) {
+  std::vector<TensorView*> v = {&w.tok_embd, &w.lm_head};
+  for (LayerWeights& l : w.layers) {
+    for (TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) v.push_back(t);
+  }
+  return v;
+}
+
+}  // namespace
+
+void make_resident(LoadedModel& m, ThreadPool& pool) {
+  ModelWeights& w_ = m.weights;
+  if (const char* e = std::getenv("ANELM_MMAP_WEIGHTS"); e && std::strcmp(e, "1") == 0) return;
+  const auto maps = file_mappings();
+  auto in_file = [&](const void* p) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    for (const auto& [b, e] : maps) {
+      if (a >= b && a < e) return true;
+    }
+    return false;
+  };
+  // Distinct file-backed tensors (tied embeddings share one), 64-byte aligned in the buffer.
+  std::unordered_map<const void*, size_t> offset;
+  size_t total = 0;
+  for (TensorView* t : matrices(w_)) {
+    if (t->empty() || t->nbytes <= 0 || offset.count(t->data) || !in_file(t->data)) continue;
+    offset[t->data] = total;
+    total += (static_cast<size_t>(t->nbytes) + 63) / 64 * 64;
+  }
+  if (total == 0) return;
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t bytes = (total + kHuge - 1) / kHuge * kHuge;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;  // keep reading the mapping: slower, still correct
+  madvise(p, bytes, MADV_HUGEPAGE);
+  m.owners.emplace_back(p, [bytes](void* q) { munmap(q, bytes); });
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const auto& [data, off] : offset) {
+    size_t n = 0;
+    for (TensorView* t : matrices(w_)) {
+      if (t->data == data) n = static_cast<size_t>(t->nbytes);
+    }
+    // Both threads copy (page-cache reads and huge-page clears are per-core bound), in 2 MiB pieces.
+    const auto* from = static_cast<const uint8_t*>(data);
+    uint8_t* to = static_cast<uint8_t*>(p) + off;
+    constexpr int64_t kPiece = int64_t{2} << 20;
+    pool.parallel_for((static_cast<int64_t>(n) + kPiece - 1) / kPiece, [&](int64_t b, int64_t e, int) {
+      const size_t lo_b = static_cast<size_t>(b * kPiece);
+      const size_t hi_b = std::min(n, static_cast<size_t>(e * kPiece));
+#ifdef MADV_POPULATE_READ
+      // One syscall maps the source range instead of a fault per 16 pages.
+      const auto pa = reinterpret_cast<uintptr_t>(from + lo_b) / 4096 * 4096;
+      madvise(reinterpret_cast<void*>(pa), reinterpret_cast<uintptr_t>(from + hi_b) - pa, MADV_POPULATE_READ);
+#endif
+      std::memcpy(to + lo_b, from + lo_b, hi_b - lo_b);
+      // Drop this piece's source pages at once, so peak RSS never holds a whole tensor twice (the
+      // 136 M-element embedding would add ~136 MB at Q8_0).
+      const uintptr_t plo = (reinterpret_cast<uintptr_t>(from + lo_b) + 4095) / 4096 * 4096;
+      const uintptr_t phi = reinterpret_cast<uintptr_t>(from + hi_b) / 4096 * 4096;
+      if (phi > plo) madvise(reinterpret_cast<void*>(plo), phi - plo, MADV_DONTNEED);
+    }, 1, 4);
+    // Give the copied file pages back (content unchanged: they re-fault from the file if a re-load
+    // reads them), so RSS holds one copy. Interior whole pages only.
+    const auto a = reinterpret_cast<uintptr_t>(data);
+    const uintptr_t lo = (a + page - 1) / page * page, hi = (a + n) / page * page;
+    // MADV_DONTNEED only drops our PTEs of these read-only file pages (never modified, so nothing
+    // is lost); the page cache keeps or reclaims them as it likes.
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  }
+  for (TensorView* t : matrices(w_)) {
+    if (auto it = offset.find(t->data); it != offset.end()) t->data = static_cast<uint8_t*>(p) + it->second;
+  }
+}
+
+}  // namespace anelm::engine

@@ -1,0 +1,71 @@
+// `anelm make-model`: writes a randomly initialised but valid model for tests and full-size benchmarks.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+#include "tools/model_maker.h"
+#include "tools/cli_commands.h"
+#include "tools/cli_util.h"
+
+namespace anelm::tools {
+
+using namespace engine;
+
+namespace {
+
+engine::Arch parse_arch(const std::string& s) {
+  if (s == "qwen2") return engine::Arch::kQwen2;
+  if (s == "llama") return engine::Arch::kLlama;
+  throw Error(ErrorKind::kInvalidArgument, "--arch: expected qwen2 or llama, got '" + s + "'");
+}
+
+engine::DType parse_dtype(const std::string& s) {
+  if (s == "f32") return engine::DType::kF32;
+  if (s == "f16") return engine::DType::kF16;
+  if (s == "bf16") return engine::DType::kBF16;
+  if (s == "q8_0") return engine::DType::kQ8_0;
+  throw Error(ErrorKind::kInvalidArgument, "--dtype: expected f32, f16, bf16 or q8_0, got '" + s + "'");
+}
+
+engine::ModelFormat parse_format(const std::string& s) {
+  if (s == "gguf") return engine::ModelFormat::kGguf;
+  if (s == "hf") return engine::ModelFormat::kHf;
+  throw Error(ErrorKind::kInvalidArgument, "--format: expected gguf or hf, got '" + s + "'");
+}
+
+}  // namespace
+
+int run_make_model(int argc, char** argv) {
+  cxxopts::Options options("anelm make-model", "Write a randomly initialised but valid model");
+  options.add_options()
+      ("arch", "qwen2 or llama", cxxopts::value<std::string>()->default_value("qwen2"))
+      ("shape", "tiny or qwen2.5-0.5b", cxxopts::value<std::string>()->default_value("tiny"))
+      ("dtype", "f32, f16, bf16 or q8_0 (q8_0: gguf only)", cxxopts::value<std::string>()->default_value("f16"))
+      ("format", "gguf (a file) or hf (a directory)", cxxopts::value<std::string>()->default_value("gguf"))
+      ("out", "output path", cxxopts::value<std::string>())
+      ("seed", "weight seed (same seed: same weights in both formats)", cxxopts::value<uint64_t>()->default_value("42"))
+      ("layers", "override the shape's layer count", cxxopts::value<int>()->default_value("0"))
+      ("tokenizer-from", "copy the tokenizer from a GGUF file or HF directory (default: synthetic)",
+       cxxopts::value<std::string>()->default_value(""));
+  auto r = parse_cli(options, argc, argv);
+  if (!r) return 0;
+  if (!r->count("out")) throw Error(ErrorKind::kInvalidArgument, "--out is required");
+
+  MakeModelOptions o;
+  o.arch = parse_arch((*r)["arch"].as<std::string>());
+  o.shape = (*r)["shape"].as<std::string>();
+  o.dtype = parse_dtype((*r)["dtype"].as<std::string>());
+  o.format = parse_format((*r)["format"].as<std::string>());
+  o.seed = (*r)["seed"].as<uint64_t>();
+  o.layers = (*r)["layers"].as<int>();
+  o.tokenizer = (*r)["tokenizer-from"].as<std::string>();
+  auto made = make_model(o, (*r)["out"].as<std::string>());
+  nlohmann::json out = {{"out", made.path},          {"arch", engine::arch_name(made.config.arch)},
+                        {"shape", o.shape},          {"dtype", engine::dtype_name(o.dtype)},
+                        {"layers", made.config.n_layers}, {"vocab", made.config.vocab_size},
+                        {"params", made.n_params},   {"tensor_bytes", made.data_bytes}};
+  std::puts(out.dump().c_str());
+  return 0;
+}
+
+}  // namespace anelm::tools

@@ -1,0 +1,277 @@
+// make_model: seeded random Qwen2/Llama weights streamed into a GGUF file or an HF safetensors directory.
+#include "tools/model_maker.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+#include "engine/gguf.h"
+#include "engine/gguf_writer.h"
+#include "tools/model_maker_tokenizer.h"
+#include "engine/kernels/quantize.h"
+#include "engine/safetensors.h"
+
+namespace anelm::tools {
+
+using namespace engine;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class Kind { kEmbed, kMatrix, kNorm, kBias };
+
+// One tensor to write. `permute_heads` > 0: a llama GGUF Q/K matrix whose rows are stored in
+// llama.cpp's converter order for that many heads.
+struct Plan {
+  std::string gguf_name, hf_name;
+  std::vector<int64_t> shape;  // PyTorch order
+  Kind kind;
+  int permute_heads = 0;
+};
+
+ModelConfig shape_config(const MakeModelOptions& o) {
+  ModelConfig c;
+  c.arch = o.arch;
+  if (o.shape == "tiny") {
+    c.n_layers = 2, c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16, c.d_ff = 128;
+    c.max_ctx = 4096;
+    c.tie_embeddings = o.arch == Arch::kQwen2;  // llama: a separate output.weight, to cover both
+  } else if (o.shape == "qwen2.5-0.5b") {
+    c.n_layers = 24, c.d_model = 896, c.n_heads = 14, c.n_kv_heads = 2, c.head_dim = 64, c.d_ff = 4864;
+    c.max_ctx = 32768;
+    c.tie_embeddings = true;
+  } else {
+    throw Error(ErrorKind::kInvalidArgument, "unknown model shape '" + o.shape + "' (tiny | qwen2.5-0.5b)");
+  }
+  if (o.layers > 0) c.n_layers = o.layers;
+  c.rope_dim = c.head_dim;
+  c.qkv_bias = o.arch == Arch::kQwen2;
+  c.rope_theta = o.arch == Arch::kQwen2 ? 1000000.0f : 10000.0f;
+  c.rms_eps = o.arch == Arch::kQwen2 ? 1e-6f : 1e-5f;
+  c.rope_layout = (o.format == ModelFormat::kGguf && o.arch == Arch::kLlama) ? RopeLayout::kInterleaved
+                                                                             : RopeLayout::kHalf;
+  c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
+  return c;
+}
+
+std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
+  const int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff, v = c.vocab_size;
+  std::vector<Plan> p;
+  p.push_back({"token_embd.weight", "model.embed_tokens.weight", {v, d}, Kind::kEmbed});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string g = "blk." + std::to_string(l) + ".", h = "model.layers." + std::to_string(l) + ".";
+    p.push_back({g + "attn_norm.weight", h + "input_layernorm.weight", {d}, Kind::kNorm});
+    p.push_back({g + "attn_q.weight", h + "self_attn.q_proj.weight", {q, d}, Kind::kMatrix,
+                 llama_gguf ? c.n_heads : 0});
+    p.push_back({g + "attn_k.weight", h + "self_attn.k_proj.weight", {kv, d}, Kind::kMatrix,
+                 llama_gguf ? c.n_kv_heads : 0});
+    p.push_back({g + "attn_v.weight", h + "self_attn.v_proj.weight", {kv, d}, Kind::kMatrix});
+    if (c.qkv_bias) {
+      p.push_back({g + "attn_q.bias", h + "self_attn.q_proj.bias", {q}, Kind::kBias});
+      p.push_back({g + "attn_k.bias", h + "self_attn.k_proj.bias", {kv}, Kind::kBias});
+      p.push_back({g + "attn_v.bias", h + "self_attn.v_proj.bias", {kv}, Kind::kBias});
+    }
+    p.push_back({g + "attn_output.weight", h + "self_attn.o_proj.weight", {d, q}, Kind::kMatrix});
+    p.push_back({g + "ffn_norm.weight", h + "post_attention_layernorm.weight", {d}, Kind::kNorm});
+    p.push_back({g + "ffn_gate.weight", h + "mlp.gate_proj.weight", {ff, d}, Kind::kMatrix});
+    p.push_back({g + "ffn_up.weight", h + "mlp.up_proj.weight", {ff, d}, Kind::kMatrix});
+    p.push_back({g + "ffn_down.weight", h + "mlp.down_proj.weight", {d, ff}, Kind::kMatrix});
+  }
+  p.push_back({"output_norm.weight", "model.norm.weight", {d}, Kind::kNorm});
+  if (!c.tie_embeddings) p.push_back({"output.weight", "lm_head.weight", {v, d}, Kind::kMatrix});
+  return p;
+}
+
+uint64_t mix64(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t name_key(uint64_t seed, const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+  return mix64(h ^ mix64(seed));
+}
+
+// Approximately N(0, 1): the sum of four 16-bit uniforms, standardised. Counter based, so a value
+// depends only on (tensor key, element index) and any row can be generated in any order.
+float normal_at(uint64_t key, uint64_t index) {
+  uint64_t h = mix64(key ^ (index * 0xd1b54a32d192ed03ull));
+  float s = 0;
+  for (int k = 0; k < 4; ++k) s += static_cast<float>((h >> (16 * k)) & 0xffff) * (1.0f / 65536.0f);
+  return (s - 2.0f) * 1.7320508f;
+}
+
+// Row `r` as stored in the file -> the HF (unpermuted) row it holds. llama.cpp's permute reshapes
+// rows to [heads, 2, head_dim/2] and swaps the last two axes.
+int64_t source_row(const Plan& p, int64_t r) {
+  if (p.permute_heads == 0) return r;
+  const int64_t hd = p.shape[0] / p.permute_heads, half = hd / 2;
+  const int64_t head = r / hd, within = r % hd, i = within / 2, j = within % 2;
+  return head * hd + j * half + i;
+}
+
+// Fills one stored row in f32, already rounded to `round_to` so every format sees equal values.
+void gen_row(const Plan& p, uint64_t key, int64_t r, DType round_to, float* out) {
+  const int64_t cols = p.shape.size() == 2 ? p.shape[1] : p.shape[0];
+  const int64_t src = source_row(p, r);
+  float scale = 0, offset = 0;
+  switch (p.kind) {
+    case Kind::kEmbed: scale = 0.5f; break;
+    // 2/sqrt(fan_in) lets every layer move the residual stream; with 1/sqrt(fan_in) tied models
+    // fall into repeating one token under greedy decoding (checked with llama.cpp).
+    case Kind::kMatrix: scale = 2.0f / std::sqrt(static_cast<float>(cols)); break;
+    case Kind::kNorm: scale = 0.05f, offset = 1.0f; break;
+    case Kind::kBias: scale = 0.1f; break;
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    float x = offset + scale * normal_at(key, static_cast<uint64_t>(src * cols + c));
+    if (round_to == DType::kF16) x = f16_to_f32(f32_to_f16(x));
+    if (round_to == DType::kBF16) x = bf16_to_f32(f32_to_bf16(x));
+    out[c] = x;
+  }
+}
+
+// Streams every planned tensor through `sink(bytes, n)`, in plan order, ~4 MiB at a time.
+template <typename Sink>
+int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& types, uint64_t seed,
+                       DType value_dtype, Sink&& sink) {
+  int64_t total = 0;
+  std::vector<uint8_t> buf;
+  std::vector<float> row;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Plan& p = plan[i];
+    const int64_t rows = p.shape.size() == 2 ? p.shape[0] : 1;
+    const int64_t cols = p.shape.size() == 2 ? p.shape[1] : p.shape[0];
+    const int64_t row_bytes = dtype_row_bytes(types[i], cols);
+    const uint64_t key = name_key(seed, p.gguf_name);
+    // Q8_0 values are rounded by quantisation itself; f32-stored norms follow the model dtype.
+    const DType round_to = value_dtype == DType::kQ8_0 ? DType::kF32 : value_dtype;
+    row.resize(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      gen_row(p, key, r, round_to, row.data());
+      const size_t at = buf.size();
+      buf.resize(at + row_bytes);
+      kernels::row_from_f32(row.data(), types[i], buf.data() + at, cols);
+      if (buf.size() >= (4u << 20)) {
+        sink(buf.data(), buf.size());
+        total += static_cast<int64_t>(buf.size());
+        buf.clear();
+      }
+    }
+    sink(buf.data(), buf.size());  // tensor boundary: the GGUF writer pads after each tensor
+    total += static_cast<int64_t>(buf.size());
+    buf.clear();
+  }
+  return total;
+}
+
+void write_hf_config(const ModelConfig& c, DType dtype, const fs::path& dir) {
+  nlohmann::ordered_json j = {
+      {"architectures", {c.arch == Arch::kQwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+      {"model_type", arch_name(c.arch)},
+      {"hidden_act", "silu"},
+      {"hidden_size", c.d_model},
+      {"intermediate_size", c.d_ff},
+      {"num_attention_heads", c.n_heads},
+      {"num_hidden_layers", c.n_layers},
+      {"num_key_value_heads", c.n_kv_heads},
+      {"head_dim", c.head_dim},
+      {"max_position_embeddings", c.max_ctx},
+      {"rms_norm_eps", c.rms_eps},
+      {"rope_theta", c.rope_theta},
+      {"rope_scaling", nullptr},
+      {"tie_word_embeddings", c.tie_embeddings},
+      {"vocab_size", c.vocab_size},
+      {"torch_dtype", dtype == DType::kF32 ? "float32" : dtype == DType::kF16 ? "float16" : "bfloat16"},
+  };
+  if (c.arch == Arch::kLlama) j["attention_bias"] = false;
+  if (c.bos_id >= 0) j["bos_token_id"] = c.bos_id;
+  if (!c.eos_ids.empty()) j["eos_token_id"] = c.eos_ids[0];
+  std::ofstream out(dir / "config.json");
+  out << j.dump(2) << "\n";
+  if (!out) throw Error(ErrorKind::kIo, "cannot write '" + (dir / "config.json").string() + "'");
+}
+
+void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
+  const std::string a = arch_name(c.arch);
+  w.add_string("general.architecture", a);
+  w.add_string("general.name", c.name);
+  const uint32_t file_type = dtype == DType::kF32 ? 0 : dtype == DType::kF16 ? 1 : dtype == DType::kQ8_0 ? 7 : 32;
+  w.add_u32("general.file_type", file_type);  // LLAMA_FTYPE_ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0 / MOSTLY_BF16
+  if (dtype == DType::kQ8_0) w.add_u32("general.quantization_version", 2);
+  w.add_u32(a + ".block_count", c.n_layers);
+  w.add_u32(a + ".context_length", c.max_ctx);
+  w.add_u32(a + ".embedding_length", c.d_model);
+  w.add_u32(a + ".feed_forward_length", c.d_ff);
+  w.add_u32(a + ".attention.head_count", c.n_heads);
+  w.add_u32(a + ".attention.head_count_kv", c.n_kv_heads);
+  w.add_f32(a + ".rope.freq_base", c.rope_theta);
+  w.add_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.add_u32(a + ".rope.dimension_count", c.rope_dim);
+  if (c.arch == Arch::kLlama) w.add_u32(a + ".vocab_size", c.vocab_size);
+}
+
+}  // namespace
+
+MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
+  if (o.dtype == DType::kQ4_0) {
+    throw Error(ErrorKind::kInvalidArgument, "make_model: dtype q4_0 is not offered (f32, f16, bf16, q8_0)");
+  }
+  if (o.dtype == DType::kQ8_0 && o.format != ModelFormat::kGguf) {
+    throw Error(ErrorKind::kInvalidArgument, "make_model: q8_0 needs GGUF output (safetensors has no q8_0)");
+  }
+  ModelConfig c = shape_config(o);
+  MakerVocab vocab = load_maker_vocab(o.tokenizer);
+  int vocab_size = static_cast<int>(vocab.tokens.size());
+  if (o.shape == "qwen2.5-0.5b" && vocab.paddable && vocab_size < 151936) vocab_size = 151936;
+  pad_maker_vocab(vocab, vocab_size);
+  c.vocab_size = vocab_size;
+  c.bos_id = vocab.bos;
+  if (vocab.eos >= 0) c.eos_ids = {vocab.eos};
+  c.validate("make_model");
+
+  const bool gguf = o.format == ModelFormat::kGguf;
+  const std::vector<Plan> plan = make_plan(c, gguf && o.arch == Arch::kLlama);
+  std::vector<DType> types;
+  MadeModel made;
+  made.path = out;
+  made.config = c;
+  for (const Plan& p : plan) {
+    // GGUF keeps norms and biases in f32 as llama.cpp's converter does; HF uses one dtype throughout.
+    const bool vec = p.kind == Kind::kNorm || p.kind == Kind::kBias;
+    types.push_back(gguf && vec ? DType::kF32 : o.dtype);
+    int64_t n = 1;
+    for (int64_t s : p.shape) n *= s;
+    made.n_params += n;
+  }
+  if (gguf) {
+    GgufWriter w;
+    add_gguf_hparams(c, o.dtype, w);
+    add_maker_vocab_to_gguf(vocab, w);
+    for (size_t i = 0; i < plan.size(); ++i) w.add_tensor(plan[i].gguf_name, types[i], plan[i].shape);
+    w.begin(out);
+    made.data_bytes = stream_tensors(plan, types, o.seed, o.dtype,
+                                     [&](const void* d, size_t n) { w.write_data(d, n); });
+    w.finish();
+  } else {
+    fs::create_directories(out);
+    write_hf_config(c, o.dtype, out);
+    write_maker_vocab_hf(vocab, out);
+    std::vector<SafetensorsWriter::Decl> decls;
+    for (size_t i = 0; i < plan.size(); ++i) decls.push_back({plan[i].hf_name, types[i], plan[i].shape});
+    SafetensorsWriter w((fs::path(out) / "model.safetensors").string(), decls, {{"format", "pt"}});
+    made.data_bytes = stream_tensors(plan, types, o.seed, o.dtype,
+                                     [&](const void* d, size_t n) { w.append_data(d, n); });
+    w.finish();
+  }
+  return made;
+}
+
+}  // namespace anelm::tools
