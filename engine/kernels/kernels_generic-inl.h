@@ -85,39 +85,9 @@ void g_store_kv(const float* src, DType kv, int n, void* __restrict dst) {
   }
 }
 
+// Embedding lookup: once per token, so the one scalar row converter serves every ISA.
 void g_dequantize_row(const void* w, DType t, int64_t row, int64_t cols, float* __restrict out) {
-  const auto* base = static_cast<const uint8_t*>(w) + row * dtype_row_bytes(t, cols);
-  switch (t) {
-    case DType::kF32: std::memcpy(out, base, sizeof(float) * static_cast<size_t>(cols)); return;
-    case DType::kF16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(base);
-      for (int64_t c = 0; c < cols; ++c) out[c] = half_to_float(h[c]);
-      return;
-    }
-    case DType::kBF16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(base);
-      for (int64_t c = 0; c < cols; ++c) out[c] = bf16_to_float(h[c]);
-      return;
-    }
-    case DType::kQ8_0: {
-      const auto* b = reinterpret_cast<const BlockQ8_0*>(base);
-      for (int64_t c = 0; c < cols; ++c) {
-        out[c] = half_to_float(b[c / kQBlock].d) * static_cast<float>(b[c / kQBlock].qs[c % kQBlock]);
-      }
-      return;
-    }
-    case DType::kQ4_0: {
-      const auto* b = reinterpret_cast<const BlockQ4_0*>(base);
-      for (int64_t blk = 0; blk < cols / kQBlock; ++blk) {
-        const float d = half_to_float(b[blk].d);
-        for (int j = 0; j < 16; ++j) {
-          out[blk * kQBlock + j] = d * static_cast<float>((b[blk].qs[j] & 0x0F) - 8);
-          out[blk * kQBlock + j + 16] = d * static_cast<float>((b[blk].qs[j] >> 4) - 8);
-        }
-      }
-      return;
-    }
-  }
+  row_to_f32(t, static_cast<const uint8_t*>(w) + row * dtype_row_bytes(t, cols), out, cols);
 }
 
 // Same float operations as ref::quantize_q8, so the result is bit-identical.

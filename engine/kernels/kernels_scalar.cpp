@@ -5,6 +5,7 @@
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/quantize.h"
 #include "engine/kernels/dtype.h"
 
 namespace anelm::engine::kernels {
