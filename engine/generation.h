@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -30,6 +32,19 @@ struct TokenStep {
 // Called for every generated token; return false to stop (FinishReason::kAborted).
 using TokenCallback = std::function<bool(const TokenStep&)>;
 
+// Constrained decoding (grammars, JSON schemas, tool calls). The caller builds it from token texts
+// the engine never sees; the engine only asks about ids. One per request, used by one thread.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // May `id` come next? End-of-generation ids are allowed exactly when the constrained text may end.
+  virtual bool allows(int id) = 0;
+  // Sets the logit of every id that may not come next to -inf; returns how many remain.
+  virtual int mask(std::span<float> logits) = 0;
+  // `id` was generated (never called for the end-of-generation id that stops).
+  virtual void accept(int id) = 0;
+};
+
 struct GenerateRequest {
   std::vector<int> prompt;                  // must be non-empty
   // Tokens to generate at most: 0 generates nothing (finish kLength); nullopt: until a stop token
@@ -40,6 +55,9 @@ struct GenerateRequest {
   std::vector<int> extra_stop_ids;          // stop tokens besides the model's EOG ids
   int top_logprobs = 0;                     // N alternatives per step (0: none)
   const std::atomic<bool>* cancel = nullptr;  // optional; raised by another thread
+  // Optional. The sampled token is checked with allows(); only when it is refused are the logits
+  // masked and the token drawn again, so a constraint costs little while the model follows it.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 struct GenerateResult {

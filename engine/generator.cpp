@@ -30,11 +30,21 @@ Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int
   scratch_.logits.reserve(static_cast<size_t>(cfg_.vocab_size));
   scratch_.cand.reserve(static_cast<size_t>(cfg_.vocab_size));
   scratch_.window.reserve(static_cast<size_t>(ctx));
+  masked_.reserve(static_cast<size_t>(cfg_.vocab_size));
 }
 
 bool Generator::is_stop(int id, const GenerateRequest& req) const {
   if (!req.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), id) != cfg_.eos_ids.end()) return true;
   return std::find(req.extra_stop_ids.begin(), req.extra_stop_ids.end(), id) != req.extra_stop_ids.end();
+}
+
+// The sampled token was refused: draw again from the logits with every refused token masked.
+int Generator::sample_constrained(const GenerateRequest& req, Rng& rng) {
+  masked_.assign(acts_.logits.begin(), acts_.logits.end());  // reserved to the vocabulary: no allocation
+  if (req.constraint->mask(masked_) == 0) {
+    throw Error(ErrorKind::kInternal, "the output constraint allows no token (an unsatisfiable grammar?)");
+  }
+  return sample(masked_, req.sampling, history_, rng, scratch_);
 }
 
 GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallback& on_token) {
@@ -75,7 +85,8 @@ GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallba
       break;
     }
     const std::span<const float> logits(acts_.logits);
-    const int id = sample(logits, req.sampling, history_, rng, scratch_);
+    int id = sample(logits, req.sampling, history_, rng, scratch_);
+    if (req.constraint && !req.constraint->allows(id)) id = sample_constrained(req, rng);
     if (is_stop(id, req)) {
       res.finish = FinishReason::kStop;
       break;
@@ -86,6 +97,7 @@ GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallba
     top_logprobs(logits, req.top_logprobs, lse, step_.top);
     res.ids.push_back(id);
     history_.push_back(id);
+    if (req.constraint) req.constraint->accept(id);
     if (on_token && !on_token(step_)) {
       res.finish = FinishReason::kAborted;
       break;

@@ -33,6 +33,7 @@ class Generator {
 
  private:
   bool is_stop(int id, const GenerateRequest& req) const;
+  int sample_constrained(const GenerateRequest& req, Rng& rng);
 
   Transformer& tf_;
   const ModelConfig& cfg_;
@@ -42,6 +43,7 @@ class Generator {
   std::vector<int> history_;     // prompt + generated ids (penalty window), [ctx] reserved
   std::vector<float> all_logits_;  // forward(all_logits) only (test path)
   SampleScratch scratch_;
+  std::vector<float> masked_;      // logits under a constraint's mask, [vocab] reserved
   TokenStep step_;
 };
 

@@ -2,7 +2,9 @@
 // abort/cancel/context finishes, logprobs, stats, and no heap allocation per decoded token.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <new>
@@ -219,6 +221,55 @@ TEST_F(GenerateTest, ContextFullFinishes) {
   const GenerateResult g = small->generate(r, {});
   EXPECT_EQ(g.finish, FinishReason::kContext);
   EXPECT_EQ(g.ids.size(), 12u);  // 16 - 5 cached positions + the last sampled token
+}
+
+// Refuses a set of ids; records what it was told. EOS (2) is always allowed.
+struct RefusingConstraint : TokenConstraint {
+  std::vector<int> refused, accepted;
+  int mask_calls = 0;
+  bool allows(int id) override { return std::find(refused.begin(), refused.end(), id) == refused.end(); }
+  int mask(std::span<float> logits) override {
+    ++mask_calls;
+    int n = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (!allows(static_cast<int>(i))) logits[i] = -INFINITY;
+      else ++n;
+    }
+    return n;
+  }
+  void accept(int id) override { accepted.push_back(id); }
+};
+
+TEST_F(GenerateTest, ConstraintRedrawsOnlyRefusedTokens) {
+  const auto golden = golden_ids();
+  // Allowing everything changes nothing and never masks.
+  auto open = std::make_shared<RefusingConstraint>();
+  auto r = greedy(kPrompt, 40);
+  r.constraint = open;
+  EXPECT_EQ(engine_->generate(r, {}).ids, golden);
+  EXPECT_EQ(open->mask_calls, 0);
+  EXPECT_EQ(open->accepted, golden);
+  // Refusing the greedy first token: the first id is the argmax of the logits without it.
+  std::vector<float> logits;
+  {
+    auto ref = engine_->forward(kPrompt, 0);
+    logits.assign(ref.begin(), ref.end());
+  }
+  logits[static_cast<size_t>(golden[0])] = -INFINITY;
+  auto refuse = std::make_shared<RefusingConstraint>();
+  refuse->refused = {golden[0]};
+  r.constraint = refuse;
+  const GenerateResult g = engine_->generate(r, {});
+  ASSERT_FALSE(g.ids.empty());
+  EXPECT_EQ(g.ids[0], argmax(logits));
+  for (int id : g.ids) EXPECT_NE(id, golden[0]);
+  EXPECT_EQ(refuse->accepted, g.ids);
+  EXPECT_GE(refuse->mask_calls, 1);
+  // A constraint that allows nothing is an error, not a silent answer.
+  auto none = std::make_shared<RefusingConstraint>();
+  for (int id = 0; id < engine_->config().vocab_size; ++id) none->refused.push_back(id);
+  r.constraint = none;
+  EXPECT_THROW(engine_->generate(r, {}), Error);
 }
 
 TEST_F(GenerateTest, ZeroMaxTokensGeneratesNothing) {
