@@ -10,13 +10,17 @@
 
 namespace anelm::server {
 
-using nlohmann::json;
+// ordered: templates print tools and arguments in the order the client wrote them (as Python does).
+using json = nlohmann::ordered_json;
 
 namespace {
 
 constexpr int kMaxTokensCap = 1 << 20;  // far above any context; rejects absurd values early
 constexpr size_t kMaxStops = 4;
 constexpr size_t kMaxStopBytes = 256;
+constexpr int kMaxChoices = 16;
+constexpr size_t kMaxTools = 128;
+constexpr size_t kMaxGrammarBytes = 64 * 1024;
 
 json parse_object(std::string_view body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -92,24 +96,73 @@ std::vector<std::string> parse_stop(const json& j) {
   return out;
 }
 
+// Fields every generation endpoint parses (besides its own).
+constexpr const char* kGenerationFieldNames[] = {
+    "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
+    "frequency_penalty", "repetition_penalty", "seed", "stop", "stream", "stream_options", "n",
+    "response_format", "grammar", "logit_bias", "user"};
+
+// A 400 naming the first field that is neither shared nor one of `own`: nothing is silently ignored.
+void reject_unknown_fields(const json& j, std::initializer_list<const char*> own) {
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : kGenerationFieldNames) known = known || key == k;
+    for (const char* k : own) known = known || key == k;
+    if (!known) throw invalid_field(key, "unsupported field '" + key + "'");
+  }
+}
+
+// Accepted only with the value that means "off" (what SDKs send by default).
 void reject_unsupported(const json& j) {
-  if (auto n = get_int(j, "n", 1, std::numeric_limits<int>::max()); n && *n != 1)
-    throw invalid_field("n", "only n = 1 is supported");
   if (auto b = get_int(j, "best_of", 1, std::numeric_limits<int>::max()); b && *b != 1)
     throw invalid_field("best_of", "only best_of = 1 is supported");
-  if (const json* t = field(j, "tools"); t && !(t->is_array() && t->empty()))
-    throw invalid_field("tools", "tools are not supported");
   if (const json* lb = field(j, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
     throw invalid_field("logit_bias", "logit_bias is not supported");
   if (const json* s = field(j, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
     throw invalid_field("suffix", "suffix is not supported");
-  if (const json* rf = field(j, "response_format")) {
-    const json* type = rf->is_object() ? field(*rf, "type") : nullptr;
-    if (!type || !type->is_string() || type->get<std::string>() != "text")
-      throw invalid_field("response_format", "only response_format {\"type\": \"text\"} is supported");
-  }
   if (const json* m = field(j, "model"); m && !m->is_string())
     throw invalid_field("model", "model must be a string");
+  if (const json* u = field(j, "user"); u && !u->is_string())
+    throw invalid_field("user", "user must be a string");
+}
+
+ResponseFormat parse_response_format(const json& j) {
+  ResponseFormat rf;
+  const json* v = field(j, "response_format");
+  if (!v) return rf;
+  const json* type = v->is_object() ? field(*v, "type") : nullptr;
+  if (!type || !type->is_string())
+    throw invalid_field("response_format", "response_format must be an object with a string type");
+  const std::string t = type->get<std::string>();
+  if (t == "text") return rf;
+  if (t == "json_object") {
+    rf.kind = ResponseFormat::Kind::kJsonObject;
+    return rf;
+  }
+  if (t != "json_schema")
+    throw invalid_field("response_format.type",
+                        "response_format.type must be text, json_object or json_schema, got '" + t + "'");
+  const json* js = field(*v, "json_schema");
+  if (!js || !js->is_object())
+    throw invalid_field("response_format.json_schema", "response_format.json_schema must be an object");
+  for (const auto& [key, value] : js->items()) {
+    if (key != "name" && key != "schema" && key != "strict" && key != "description")
+      throw invalid_field("response_format.json_schema." + key,
+                          "unsupported field 'response_format.json_schema." + key + "'");
+  }
+  const json* schema = field(*js, "schema");
+  if (!schema || !(schema->is_object() || schema->is_boolean()))
+    throw invalid_field("response_format.json_schema.schema",
+                        "response_format.json_schema.schema must be a JSON Schema object");
+  if (const json* strict = field(*js, "strict"); strict && !strict->is_boolean())
+    throw invalid_field("response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean");
+  if (const json* name = field(*js, "name")) {
+    if (!name->is_string()) throw invalid_field("response_format.json_schema.name", "response_format.json_schema.name must be a string");
+    rf.name = name->get<std::string>();
+  }
+  rf.kind = ResponseFormat::Kind::kJsonSchema;
+  rf.schema = nlohmann::json::parse(schema->dump());
+  return rf;
 }
 
 GenerationFields parse_generation_fields(const json& j, const char* max_tokens_name,
@@ -132,9 +185,21 @@ GenerationFields parse_generation_fields(const json& j, const char* max_tokens_n
     g.seed_given = true;
   }
   g.stop = parse_stop(j);
+  g.n = static_cast<int>(get_int(j, "n", 1, kMaxChoices).value_or(1));
+  g.response_format = parse_response_format(j);
+  if (const json* gr = field(j, "grammar")) {
+    if (!gr->is_string()) throw invalid_field("grammar", "grammar must be a string (GBNF)");
+    if (gr->get<std::string>().size() > kMaxGrammarBytes)
+      throw invalid_field("grammar", "grammar is limited to " + std::to_string(kMaxGrammarBytes) + " bytes");
+    g.grammar = gr->get<std::string>();
+  }
+  if (!g.grammar.empty() && g.response_format.kind != ResponseFormat::Kind::kText)
+    throw invalid_field("grammar", "grammar and a JSON response_format cannot be combined");
   g.stream = get_bool(j, "stream", false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) throw invalid_field("stream_options", "stream_options must be an object");
+    for (const auto& [key, value] : so->items())
+      if (key != "include_usage") throw invalid_field("stream_options." + key, "unsupported field 'stream_options." + key + "'");
     g.include_usage = get_bool(*so, "include_usage", false);
   }
   return g;
@@ -162,44 +227,178 @@ void parse_prompt(const json& j, CompletionRequest& r) {
   r.prompt_is_ids = true;
 }
 
-std::string message_content(const json& m, size_t index, const std::string& role) {
-  std::string where = "messages[" + std::to_string(index) + "].content";
+// Text content: a string, or an array of text parts (joined). Absent or null is "" for assistant
+// messages (a turn with only tool calls) and an error otherwise.
+std::string message_content(const json& m, const std::string& where, const std::string& role) {
   const json* c = field(m, "content");
   if (!c) {
-    if (role == "assistant") return {};  // null content with tool_calls: treat as empty
-    throw invalid_field(where, where + " is required");
+    if (role == "assistant") return {};
+    throw invalid_field(where + ".content", where + ".content is required");
   }
   if (c->is_string()) return c->get<std::string>();
-  if (!c->is_array()) throw invalid_field(where, where + " must be a string or an array of parts");
+  if (!c->is_array()) throw invalid_field(where + ".content", where + ".content must be a string or an array of parts");
   std::string out;
   for (const json& part : *c) {
     const json* type = part.is_object() ? field(part, "type") : nullptr;
     if (!type || !type->is_string() || type->get<std::string>() != "text")
-      throw invalid_field(where, where + ": only text parts are supported");
+      throw invalid_field(where + ".content", where + ".content: only text parts are supported");
     const json* text = field(part, "text");
-    if (!text || !text->is_string()) throw invalid_field(where, where + ": a text part needs a string text");
+    if (!text || !text->is_string())
+      throw invalid_field(where + ".content", where + ".content: a text part needs a string text");
     out += text->get<std::string>();
   }
   return out;
 }
 
-ChatMessage parse_message(const json& m, size_t index) {
-  std::string where = "messages[" + std::to_string(index) + "]";
+std::string required_string(const json& obj, const char* key, const std::string& where) {
+  const json* v = field(obj, key);
+  if (!v || !v->is_string()) throw invalid_field(where + "." + key, where + "." + key + " must be a string");
+  return v->get<std::string>();
+}
+
+// An assistant turn's tool_calls, as templates read them: arguments parsed into an object (the
+// OpenAI wire form is a JSON string; transformers' templates expect a mapping).
+json parse_tool_calls(const json& calls, const std::string& where) {
+  if (!calls.is_array()) throw invalid_field(where, where + " must be an array");
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string w = where + "[" + std::to_string(i) + "]";
+    const json& c = calls[i];
+    if (!c.is_object()) throw invalid_field(w, w + " must be an object");
+    if (const json* t = field(c, "type"); t && (!t->is_string() || t->get<std::string>() != "function"))
+      throw invalid_field(w + ".type", w + ".type must be \"function\"");
+    const json* fn = field(c, "function");
+    if (!fn || !fn->is_object()) throw invalid_field(w + ".function", w + ".function must be an object");
+    json args = json::object();
+    if (const json* a = field(*fn, "arguments")) {
+      if (a->is_string()) {
+        args = json::parse(a->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+        if (args.is_discarded()) throw invalid_field(w + ".function.arguments", w + ".function.arguments is not valid JSON");
+      } else if (a->is_object()) {
+        args = *a;
+      } else {
+        throw invalid_field(w + ".function.arguments", w + ".function.arguments must be a JSON string");
+      }
+    }
+    json call = {{"type", "function"},
+                 {"function", {{"name", required_string(*fn, "name", w + ".function")}, {"arguments", args}}}};
+    if (const json* id = field(c, "id")) {
+      if (!id->is_string()) throw invalid_field(w + ".id", w + ".id must be a string");
+      call["id"] = *id;
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+json parse_message(const json& m, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "]";
   if (!m.is_object()) throw invalid_field(where, where + " must be an object");
   const json* role = field(m, "role");
   if (!role || !role->is_string()) throw invalid_field(where + ".role", where + ".role must be a string");
   std::string r = role->get<std::string>();
   if (r == "developer") r = "system";
-  if (r != "system" && r != "user" && r != "assistant")
+  if (r != "system" && r != "user" && r != "assistant" && r != "tool")
     throw invalid_field(where + ".role", where + ".role '" + r +
-                                             "' is not supported (system, developer, user, assistant)");
-  return ChatMessage{r, message_content(m, index, r)};
+                                             "' is not supported (system, developer, user, assistant, tool)");
+  for (const auto& [key, value] : m.items()) {
+    const bool ok = key == "role" || key == "content" || key == "name" ||
+                    (r == "assistant" && (key == "tool_calls" || key == "reasoning_content" ||
+                                          (key == "refusal" && value.is_null()))) ||
+                    (r == "tool" && key == "tool_call_id");
+    if (!ok) throw invalid_field(where + "." + key, "unsupported field '" + where + "." + key + "' for role " + r);
+  }
+  json out = {{"role", r}, {"content", message_content(m, where, r)}};
+  if (const json* name = field(m, "name")) {
+    if (!name->is_string()) throw invalid_field(where + ".name", where + ".name must be a string");
+    out["name"] = *name;
+  }
+  if (r == "assistant") {
+    if (const json* rc = field(m, "reasoning_content")) {
+      if (!rc->is_string()) throw invalid_field(where + ".reasoning_content", where + ".reasoning_content must be a string");
+      out["reasoning_content"] = *rc;
+    }
+    if (const json* calls = field(m, "tool_calls"); calls && !calls->empty())
+      out["tool_calls"] = parse_tool_calls(*calls, where + ".tool_calls");
+  }
+  if (r == "tool") out["tool_call_id"] = required_string(m, "tool_call_id", where);
+  return out;
+}
+
+json parse_tools(const json& j) {
+  const json* t = field(j, "tools");
+  if (!t) return json::array();
+  if (!t->is_array()) throw invalid_field("tools", "tools must be an array");
+  if (t->size() > kMaxTools) throw invalid_field("tools", "at most " + std::to_string(kMaxTools) + " tools");
+  json out = json::array();
+  for (size_t i = 0; i < t->size(); ++i) {
+    const std::string w = "tools[" + std::to_string(i) + "]";
+    const json& tool = (*t)[i];
+    if (!tool.is_object()) throw invalid_field(w, w + " must be an object");
+    const json* type = field(tool, "type");
+    if (!type || !type->is_string() || type->get<std::string>() != "function")
+      throw invalid_field(w + ".type", w + ".type must be \"function\"");
+    const json* fn = field(tool, "function");
+    if (!fn || !fn->is_object()) throw invalid_field(w + ".function", w + ".function must be an object");
+    for (const auto& [key, value] : fn->items()) {
+      if (key != "name" && key != "description" && key != "parameters" && key != "strict")
+        throw invalid_field(w + ".function." + key, "unsupported field '" + w + ".function." + key + "'");
+    }
+    const std::string name = required_string(*fn, "name", w + ".function");
+    if (name.empty() || name.size() > 64)
+      throw invalid_field(w + ".function.name", w + ".function.name must have 1 to 64 characters");
+    for (const json& prev : out)
+      if (prev["function"]["name"] == name) throw invalid_field(w + ".function.name", "duplicate tool name '" + name + "'");
+    if (const json* p = field(*fn, "parameters"); p && !p->is_object())
+      throw invalid_field(w + ".function.parameters", w + ".function.parameters must be a JSON Schema object");
+    if (const json* d = field(*fn, "description"); d && !d->is_string())
+      throw invalid_field(w + ".function.description", w + ".function.description must be a string");
+    json f = *fn;
+    if (f.contains("strict")) f.erase("strict");
+    out.push_back({{"type", "function"}, {"function", std::move(f)}});
+  }
+  return out;
+}
+
+ToolChoice parse_tool_choice(const json& j, const json& tools) {
+  ToolChoice tc;
+  const json* v = field(j, "tool_choice");
+  if (!v) return tc;
+  if (v->is_string()) {
+    const std::string s = v->get<std::string>();
+    if (s == "auto") tc.kind = ToolChoice::Kind::kAuto;
+    else if (s == "none") tc.kind = ToolChoice::Kind::kNone;
+    else if (s == "required") tc.kind = ToolChoice::Kind::kRequired;
+    else throw invalid_field("tool_choice", "tool_choice must be auto, none, required or a function, got '" + s + "'");
+  } else if (v->is_object()) {
+    const json* fn = field(*v, "function");
+    if (!fn || !fn->is_object()) throw invalid_field("tool_choice", "tool_choice.function must be an object");
+    tc.kind = ToolChoice::Kind::kFunction;
+    tc.name = required_string(*fn, "name", "tool_choice.function");
+    bool found = false;
+    for (const json& t : tools) found = found || t["function"]["name"] == tc.name;
+    if (!found) throw invalid_field("tool_choice", "tool_choice names '" + tc.name + "', which is not in tools");
+  } else {
+    throw invalid_field("tool_choice", "tool_choice must be a string or an object");
+  }
+  if (tc.kind != ToolChoice::Kind::kNone && tc.kind != ToolChoice::Kind::kAuto && tools.empty())
+    throw invalid_field("tool_choice", "tool_choice requires tools");
+  if (tools.empty() && field(j, "tool_choice"))
+    throw invalid_field("tool_choice", "tool_choice without tools");
+  return tc;
 }
 
 }  // namespace
 
+std::vector<std::string> tool_names(const nlohmann::ordered_json& tools) {
+  std::vector<std::string> out;
+  for (const auto& t : tools) out.push_back(t["function"]["name"].get<std::string>());
+  return out;
+}
+
 CompletionRequest parse_completion_request(std::string_view body, const engine::SamplingParams& defaults) {
   json j = parse_object(body);
+  reject_unknown_fields(j, {"prompt", "echo", "logprobs", "best_of", "suffix"});
   CompletionRequest r;
   r.gen = parse_generation_fields(j, "max_tokens", defaults);
   parse_prompt(j, r);
@@ -214,6 +413,8 @@ CompletionRequest parse_completion_request(std::string_view body, const engine::
 
 ChatRequest parse_chat_request(std::string_view body, const engine::SamplingParams& defaults) {
   json j = parse_object(body);
+  reject_unknown_fields(j, {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "tools",
+                            "tool_choice", "parallel_tool_calls", "chat_template_kwargs"});
   ChatRequest r;
   const bool new_name = field(j, "max_completion_tokens") != nullptr;
   r.gen = parse_generation_fields(j, new_name ? "max_completion_tokens" : "max_tokens", defaults);
@@ -221,6 +422,18 @@ ChatRequest parse_chat_request(std::string_view body, const engine::SamplingPara
   if (!msgs || !msgs->is_array() || msgs->empty())
     throw invalid_field("messages", "messages must be a non-empty array");
   for (size_t i = 0; i < msgs->size(); ++i) r.messages.push_back(parse_message((*msgs)[i], i));
+  r.tools = parse_tools(j);
+  r.tool_choice = parse_tool_choice(j, r.tools);
+  r.parallel_tool_calls = get_bool(j, "parallel_tool_calls", true);
+  if (const json* kw = field(j, "chat_template_kwargs")) {
+    if (!kw->is_object()) throw invalid_field("chat_template_kwargs", "chat_template_kwargs must be an object");
+    for (const auto& [key, value] : kw->items()) {
+      if (key == "messages" || key == "tools" || key == "add_generation_prompt" || key == "bos_token" ||
+          key == "eos_token")
+        throw invalid_field("chat_template_kwargs." + key, "chat_template_kwargs may not set '" + key + "'");
+    }
+    r.template_kwargs = *kw;
+  }
   r.gen.logprobs = get_bool(j, "logprobs", false);
   if (auto t = get_int(j, "top_logprobs", 0, 20)) {
     if (!r.gen.logprobs) throw invalid_field("top_logprobs", "top_logprobs requires logprobs: true");

@@ -1,4 +1,5 @@
-// OpenAI request types parsed from JSON with per-field validation (nlohmann stays in the .cpp).
+// OpenAI request types parsed from JSON with per-field validation. Every field a request may carry
+// is parsed here; any other is a 400 naming it (nothing is silently ignored).
 #pragma once
 
 #include <cstdint>
@@ -7,9 +8,19 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/sampler.h"
 
 namespace anelm::server {
+
+// response_format: free text, any JSON object, or JSON matching a schema (enforced by a grammar).
+struct ResponseFormat {
+  enum class Kind { kText, kJsonObject, kJsonSchema };
+  Kind kind = Kind::kText;
+  nlohmann::json schema;  // kJsonSchema: json_schema.schema
+  std::string name;       // kJsonSchema: json_schema.name
+};
 
 // Fields shared by /v1/completions and /v1/chat/completions.
 struct GenerationFields {
@@ -21,6 +32,9 @@ struct GenerationFields {
   bool include_usage = false;            // stream_options.include_usage
   int top_logprobs = 0;                  // alternatives per token
   bool logprobs = false;                 // return per-token logprobs
+  int n = 1;                             // independent choices
+  ResponseFormat response_format;
+  std::string grammar;                   // llama-server's GBNF `grammar` field; empty: none
 };
 
 struct CompletionRequest {
@@ -31,15 +45,27 @@ struct CompletionRequest {
   bool echo = false;
 };
 
-struct ChatMessage {
-  std::string role;     // system | user | assistant ("developer" is mapped to system)
-  std::string content;  // text parts joined
+// tool_choice: auto (the model decides), none, required (at least one call), or one named function.
+struct ToolChoice {
+  enum class Kind { kAuto, kNone, kRequired, kFunction };
+  Kind kind = Kind::kAuto;
+  std::string name;  // kFunction
 };
 
 struct ChatRequest {
   GenerationFields gen;
-  std::vector<ChatMessage> messages;
+  // The conversation as chat templates read it (transformers' shape): roles system (also from
+  // "developer"), user, assistant, tool; text parts joined into one string; assistant tool_calls
+  // with function.arguments parsed into an object; tool messages with tool_call_id.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // OpenAI tools, validated
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs
 };
+
+// The name of each function in `tools`, in order.
+std::vector<std::string> tool_names(const nlohmann::ordered_json& tools);
 
 struct TokenizeRequest {
   std::string content;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "server/api_error.h"
+#include "server/api_request.h"
 #include "tokenizer/chat_template.h"
 
 namespace anelm::server {
@@ -12,10 +13,10 @@ namespace anelm::server {
 ChatRenderer make_chat_renderer(const tok::VocabData& vocab, std::string* format_name) {
   auto tmpl = std::make_shared<const tok::ChatTemplate>(tok::ChatTemplate::from_vocab(vocab));
   if (format_name) *format_name = std::string(tmpl->format_name());
-  return [tmpl](const std::vector<ChatMessage>& msgs) {
+  return [tmpl](const nlohmann::ordered_json& msgs) {
     std::vector<tok::ChatMessage> in;
     in.reserve(msgs.size());
-    for (const ChatMessage& m : msgs) in.push_back(tok::ChatMessage{m.role, m.content});
+    for (const auto& m : msgs) in.push_back(tok::ChatMessage{m["role"].get<std::string>(), m["content"].get<std::string>()});
     try {
       return tmpl->render(in);
     } catch (const std::invalid_argument& e) {

@@ -69,11 +69,23 @@ std::vector<int> completion_prompt(const tok::Tokenizer& tk, const CompletionReq
   return r.prompt_ids;
 }
 
+// Parsed and validated, but not wired to the engine yet: refused by name rather than ignored.
+void reject_not_wired(const GenerationFields& f, const ChatRequest* chat) {
+  if (f.n != 1) throw invalid_field("n", "n > 1 is not supported yet");
+  if (f.response_format.kind != ResponseFormat::Kind::kText)
+    throw invalid_field("response_format", "JSON response formats are not supported yet");
+  if (!f.grammar.empty()) throw invalid_field("grammar", "grammar is not supported yet");
+  if (chat && !chat->tools.empty()) throw invalid_field("tools", "tools are not supported yet");
+  if (chat && !chat->template_kwargs.empty())
+    throw invalid_field("chat_template_kwargs", "chat_template_kwargs is not supported yet");
+}
+
 }  // namespace
 
 HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   CompletionRequest r = parse_completion_request(req.body, ctx.model().sampling);
+  reject_not_wired(r.gen, nullptr);
   const tok::Tokenizer& tk = ctx.tokenizer();
   PreparedGeneration g = prepare(ctx, r.gen, completion_prompt(tk, r), ctx.options().default_max_tokens);
   g.client_gone = req.client_gone;
@@ -85,6 +97,7 @@ HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
 HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   ChatRequest r = parse_chat_request(req.body, ctx.model().sampling);
+  reject_not_wired(r.gen, &r);
   const tok::Tokenizer& tk = ctx.tokenizer();
   std::vector<int> ids = tk.encode(ctx.model().chat(r.messages), /*parse_special=*/true);
   maybe_add_bos(tk, ids);

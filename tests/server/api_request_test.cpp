@@ -31,7 +31,7 @@ TEST(ApiRequest, CompletionDefaultsAndFields) {
       R"({"prompt":[1,2,3],"max_tokens":5,"temperature":0,"top_p":0.5,"top_k":4,"min_p":0.1,
           "seed":-7,"stop":["a","bb"],"stream":true,"stream_options":{"include_usage":true},
           "echo":true,"logprobs":2,"presence_penalty":1.5,"frequency_penalty":-1,
-          "repetition_penalty":1.1,"n":1,"user":"u","unknown_field":{"x":1}})");
+          "repetition_penalty":1.1,"n":1,"user":"u"})");
   EXPECT_TRUE(r.prompt_is_ids);
   EXPECT_EQ(r.prompt_ids, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(*r.gen.max_tokens, 5);
@@ -74,7 +74,9 @@ TEST(ApiRequest, CompletionRejectsNamesTheField) {
   EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","max_tokens":1e30})"); }), "max_tokens");
   EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","temperature":3})"); }), "temperature");
   EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","top_p":1.5})"); }), "top_p");
-  EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","n":2})"); }), "n");
+  EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","n":0})"); }), "n");
+  EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","unknown_field":{"x":1}})"); }),
+            "unknown_field");
   EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","best_of":3})"); }), "best_of");
   EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","stop":[1]})"); }), "stop");
   EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","stop":["a","b","c","d","e"]})"); }), "stop");
@@ -95,9 +97,10 @@ TEST(ApiRequest, ChatMessagesAndAliases) {
                       {"role":"user","content":"again"}],
           "max_tokens":3,"max_completion_tokens":7,"logprobs":true,"top_logprobs":2})");
   ASSERT_EQ(r.messages.size(), 4u);
-  EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[1].content, "Hello");
-  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["content"], "Hello");
+  EXPECT_EQ(r.messages[2]["content"], "");
+  EXPECT_FALSE(r.messages[2].contains("tool_calls"));
   EXPECT_EQ(*r.gen.max_tokens, 7);  // max_completion_tokens wins
   EXPECT_TRUE(r.gen.logprobs);
   EXPECT_EQ(r.gen.top_logprobs, 2);
@@ -114,12 +117,68 @@ TEST(ApiRequest, ChatRejects) {
               parse_chat_request(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})");
             }), "messages[0].content");
   EXPECT_EQ(error_param([] { parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})"); }),
-            "tools");
+            "tools[0].type");
   EXPECT_EQ(error_param([] {
-              parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})");
-            }), "response_format");
+              parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})");
+            }), "response_format.type");
   EXPECT_EQ(error_param([] { parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"); }),
             "top_logprobs");
+}
+
+// Fields anelm does not implement are refused by name, at every level; nothing is silently ignored.
+TEST(ApiRequest, UnknownFieldsAreRefusedByName) {
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  auto chat_param = [&](const std::string& extra) {
+    return error_param([&] { parse_chat_request("{" + user + "," + extra + "}"); });
+  };
+  EXPECT_EQ(chat_param(R"("functions":[{"name":"f"}])"), "functions");
+  EXPECT_EQ(chat_param(R"("function_call":"auto")"), "function_call");
+  EXPECT_EQ(chat_param(R"("modalities":["text"])"), "modalities");
+  EXPECT_EQ(chat_param(R"("tool_choice":"auto")"), "tool_choice");  // without tools
+  EXPECT_EQ(chat_param(R"("stream_options":{"include_usage":true,"x":1})"), "stream_options.x");
+  EXPECT_EQ(chat_param(R"("response_format":{"type":"json_schema","json_schema":{"schema":{},"extra":1}})"),
+            "response_format.json_schema.extra");
+  EXPECT_EQ(error_param([] { parse_completion_request(R"({"prompt":"x","messages":[]})"); }), "messages");
+  EXPECT_EQ(error_param([] {
+              parse_chat_request(R"({"messages":[{"role":"user","content":"x","audio":{}}]})");
+            }), "messages[0].audio");
+  EXPECT_EQ(chat_param(R"("n":17)"), "n");
+  EXPECT_EQ(chat_param(R"("chat_template_kwargs":{"messages":[]})"), "chat_template_kwargs.messages");
+}
+
+TEST(ApiRequest, ToolsToolChoiceAndToolMessages) {
+  auto r = parse_chat_request(R"({"messages":[
+      {"role":"user","content":"weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\", \"a\": 1}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"sunny"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string"}}}}}],
+    "tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false,
+    "n":2,"response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"}}}})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  // Arguments become an object for the template, in the client's key order.
+  EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["arguments"].dump(), R"({"city":"Paris","a":1})");
+  EXPECT_EQ(r.messages[1]["tool_calls"][0]["id"], "call_1");
+  EXPECT_EQ(r.messages[2]["tool_call_id"], "call_1");
+  EXPECT_EQ(tool_names(r.tools), (std::vector<std::string>{"get_weather"}));
+  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(r.tool_choice.name, "get_weather");
+  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_EQ(r.gen.n, 2);
+  EXPECT_EQ(r.gen.response_format.kind, ResponseFormat::Kind::kJsonSchema);
+  EXPECT_EQ(r.gen.response_format.name, "w");
+  const std::string with_tool = R"({"messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"f"}}],)";
+  EXPECT_EQ(error_param([&] { parse_chat_request(with_tool + R"("tool_choice":{"type":"function","function":{"name":"g"}}})"); }),
+            "tool_choice");
+  EXPECT_EQ(error_param([&] { parse_chat_request(with_tool + R"("tool_choice":"sometimes"})"); }), "tool_choice");
+  EXPECT_EQ(error_param([] {
+              parse_chat_request(R"({"messages":[{"role":"tool","content":"x"}]})");
+            }), "messages[0].tool_call_id");
+  EXPECT_EQ(error_param([] {
+              parse_chat_request(R"({"messages":[{"role":"assistant","content":"","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{oops"}}]}]})");
+            }), "messages[0].tool_calls[0].function.arguments");
 }
 
 TEST(ApiRequest, InvalidUtf8IsRejected) {

@@ -7,6 +7,13 @@
 namespace anelm::server {
 namespace {
 
+// Messages as the request parser produces them.
+nlohmann::ordered_json M(std::initializer_list<std::pair<const char*, const char*>> list) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& [role, content] : list) out.push_back({{"role", role}, {"content", content}});
+  return out;
+}
+
 TEST(ChatPrompt, QwenChatMlGolden) {
   tok::VocabData v;
   v.chat_template =
@@ -16,10 +23,10 @@ TEST(ChatPrompt, QwenChatMlGolden) {
   std::string name;
   ChatRenderer r = make_chat_renderer(v, &name);
   EXPECT_EQ(name, "chatml");
-  EXPECT_EQ(r({{"system", "You are a helpful assistant."}, {"user", "Hello!"}}),
+  EXPECT_EQ(r(M({{"system", "You are a helpful assistant."}, {"user", "Hello!"}})),
             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
             "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(r({{"user", "Hello!"}}).rfind("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.", 0),
+  EXPECT_EQ(r(M({{"user", "Hello!"}})).rfind("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.", 0),
             0u);
 }
 
@@ -28,7 +35,7 @@ TEST(ChatPrompt, NoTemplateFallsBackToChatMl) {
   std::string name;
   ChatRenderer r = make_chat_renderer(v, &name);
   EXPECT_EQ(name, "chatml-fallback");
-  EXPECT_NE(r({{"user", "Hi"}}).find("Hi"), std::string::npos);
+  EXPECT_NE(r(M({{"user", "Hi"}})).find("Hi"), std::string::npos);
 }
 
 TEST(ChatPrompt, TemplateRefusalIs400OnMessages) {
@@ -38,7 +45,7 @@ TEST(ChatPrompt, TemplateRefusalIs400OnMessages) {
       "must alternate user/assistant/user/assistant/...') }}{% endif %}{{ bos_token + '[INST] ' }}<<SYS>>";
   ChatRenderer r = make_chat_renderer(v);
   try {
-    r({{"user", "a"}, {"user", "b"}});
+    r(M({{"user", "a"}, {"user", "b"}}));
     SUCCEED() << "this template family accepts repeated roles";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 400);
