@@ -10,7 +10,7 @@
 
 namespace anelm::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // fields in OpenAI's order
 
 namespace {
 
@@ -49,31 +49,33 @@ class CompletionSerializer : public ResponseSerializer {
  public:
   explicit CompletionSerializer(ResponseMeta meta) : meta_(std::move(meta)) {}
 
-  std::optional<std::string> start_chunk() const override { return std::nullopt; }
+  std::optional<std::string> start_chunk(int) const override { return std::nullopt; }
 
-  std::string delta_chunk(std::string_view text, std::span<const TokenLogprob> lps) const override {
-    return dump(envelope(choice(text, lps, json(nullptr)), true));
+  std::string delta_chunk(int index, const OutputDelta& d, std::span<const TokenLogprob> lps) const override {
+    return dump(envelope(json::array({choice(index, d.content, lps, json(nullptr))}), true));
   }
-  std::string finish_chunk(std::string_view reason) const override {
-    return dump(envelope(choice("", {}, json(std::string(reason))), true));
+  std::string finish_chunk(int index, std::string_view reason) const override {
+    return dump(envelope(json::array({choice(index, "", {}, json(std::string(reason)))}), true));
   }
   std::string usage_chunk(const UsageInfo& u) const override {
     json j = envelope(json::array(), false);
-    j["choices"] = json::array();
     j["usage"] = usage_json(u);
     return dump(j);
   }
-  std::string body(std::string_view text, std::string_view reason, const UsageInfo& u,
-                   std::span<const TokenLogprob> lps) const override {
-    json j = envelope(choice(text, lps, json(std::string(reason))), false);
+  std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& u) const override {
+    json cs = json::array();
+    for (size_t i = 0; i < choices.size(); ++i)
+      cs.push_back(choice(static_cast<int>(i), choices[i].content, choices[i].logprobs,
+                          json(choices[i].finish_reason)));
+    json j = envelope(std::move(cs), false);
     j["usage"] = usage_json(u);
     j["timings"] = timings_json(u);
     return dump(j);
   }
 
  private:
-  json choice(std::string_view text, std::span<const TokenLogprob> lps, json finish) const {
-    json c = {{"index", 0}, {"text", text_value(text)}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  json choice(int index, std::string_view text, std::span<const TokenLogprob> lps, json finish) const {
+    json c = {{"index", index}, {"text", text_value(text)}, {"logprobs", nullptr}, {"finish_reason", finish}};
     if (meta_.logprobs) c["logprobs"] = logprobs_json(lps);
     return c;
   }
@@ -89,9 +91,9 @@ class CompletionSerializer : public ResponseSerializer {
     }
     return {{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}, {"text_offset", offs}};
   }
-  json envelope(json choice, bool chunk) const {
+  json envelope(json choices, bool chunk) const {
     json j = {{"id", meta_.id}, {"object", "text_completion"}, {"created", meta_.created},
-              {"model", meta_.model}, {"choices", json::array({std::move(choice)})}};
+              {"model", meta_.model}, {"choices", std::move(choices)}};
     if (chunk && meta_.include_usage) j["usage"] = nullptr;
     return j;
   }
@@ -104,14 +106,33 @@ class ChatSerializer : public ResponseSerializer {
  public:
   explicit ChatSerializer(ResponseMeta meta) : meta_(std::move(meta)) {}
 
-  std::optional<std::string> start_chunk() const override {
-    return dump(chunk(json{{"role", "assistant"}, {"content", ""}}, json(nullptr), {}));
+  std::optional<std::string> start_chunk(int index) const override {
+    return dump(chunk(index, json{{"role", "assistant"}, {"content", ""}}, json(nullptr), {}));
   }
-  std::string delta_chunk(std::string_view text, std::span<const TokenLogprob> lps) const override {
-    return dump(chunk(json{{"content", text_value(text)}}, json(nullptr), lps));
+  std::string delta_chunk(int index, const OutputDelta& d, std::span<const TokenLogprob> lps) const override {
+    json delta = json::object();
+    if (!d.reasoning.empty()) delta["reasoning_content"] = text_value(d.reasoning);
+    if (!d.content.empty() || (d.reasoning.empty() && d.tool_calls.empty())) delta["content"] = text_value(d.content);
+    if (!d.tool_calls.empty()) {
+      json calls = json::array();
+      for (const ToolCallDelta& t : d.tool_calls) {
+        json c = {{"index", t.index}};
+        json fn = json::object();
+        if (!t.id.empty()) {
+          c["id"] = t.id;
+          c["type"] = "function";
+          fn["name"] = t.name;
+        }
+        fn["arguments"] = text_value(t.arguments);
+        c["function"] = std::move(fn);
+        calls.push_back(std::move(c));
+      }
+      delta["tool_calls"] = std::move(calls);
+    }
+    return dump(chunk(index, std::move(delta), json(nullptr), lps));
   }
-  std::string finish_chunk(std::string_view reason) const override {
-    return dump(chunk(json::object(), json(std::string(reason)), {}));
+  std::string finish_chunk(int index, std::string_view reason) const override {
+    return dump(chunk(index, json::object(), json(std::string(reason)), {}));
   }
   std::string usage_chunk(const UsageInfo& u) const override {
     json j = head("chat.completion.chunk");
@@ -119,14 +140,28 @@ class ChatSerializer : public ResponseSerializer {
     j["usage"] = usage_json(u);
     return dump(j);
   }
-  std::string body(std::string_view text, std::string_view reason, const UsageInfo& u,
-                   std::span<const TokenLogprob> lps) const override {
+  std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& u) const override {
     json j = head("chat.completion");
-    json msg = {{"role", "assistant"}, {"content", text_value(text)}, {"refusal", nullptr}};
-    json c = {{"index", 0}, {"message", msg}, {"logprobs", nullptr},
-              {"finish_reason", std::string(reason)}};
-    if (meta_.logprobs) c["logprobs"] = logprobs_json(lps);
-    j["choices"] = json::array({c});
+    json cs = json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const ChoiceOutput& o = choices[i];
+      json msg = {{"role", "assistant"}, {"content", text_value(o.content)}};
+      if (!o.reasoning.empty()) msg["reasoning_content"] = text_value(o.reasoning);
+      if (!o.tool_calls.empty()) {
+        if (o.content.empty()) msg["content"] = nullptr;  // as OpenAI: a pure tool-call turn has no content
+        json calls = json::array();
+        for (const ToolCallOut& t : o.tool_calls)
+          calls.push_back({{"id", t.id}, {"type", "function"},
+                           {"function", {{"name", t.name}, {"arguments", text_value(t.arguments)}}}});
+        msg["tool_calls"] = std::move(calls);
+      }
+      msg["refusal"] = nullptr;
+      json c = {{"index", static_cast<int>(i)}, {"message", std::move(msg)}, {"logprobs", nullptr},
+                {"finish_reason", o.finish_reason}};
+      if (meta_.logprobs) c["logprobs"] = logprobs_json(o.logprobs);
+      cs.push_back(std::move(c));
+    }
+    j["choices"] = std::move(cs);
     j["usage"] = usage_json(u);
     j["timings"] = timings_json(u);
     return dump(j);
@@ -136,9 +171,9 @@ class ChatSerializer : public ResponseSerializer {
   json head(const char* object) const {
     return {{"id", meta_.id}, {"object", object}, {"created", meta_.created}, {"model", meta_.model}};
   }
-  json chunk(json delta, json finish, std::span<const TokenLogprob> lps) const {
+  json chunk(int index, json delta, json finish, std::span<const TokenLogprob> lps) const {
     json j = head("chat.completion.chunk");
-    json c = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    json c = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", finish}};
     if (meta_.logprobs && !lps.empty()) c["logprobs"] = logprobs_json(lps);
     j["choices"] = json::array({c});
     if (meta_.include_usage) j["usage"] = nullptr;

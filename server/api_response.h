@@ -34,17 +34,43 @@ struct TokenLogprob {
   int text_offset = 0;                             // byte offset of the token in the text
 };
 
-// Streams are: start_chunk (if any), delta_chunk..., finish_chunk, usage_chunk (if include_usage),
-// then "[DONE]". Non-streamed answers are body().
+// A tool call as the API returns it; `arguments` is JSON text.
+struct ToolCallOut {
+  std::string id, name, arguments;
+};
+
+// One piece of a choice's streamed output. A tool-call delta carries `index` always; `id` and
+// `name` only on the first delta of that call; then `arguments` fragments.
+struct ToolCallDelta {
+  int index = 0;
+  std::string id, name, arguments;
+};
+struct OutputDelta {
+  std::string content;
+  std::string reasoning;  // reasoning_content (a reasoning model's <think> block)
+  std::vector<ToolCallDelta> tool_calls;
+  bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+};
+
+// One finished choice.
+struct ChoiceOutput {
+  std::string content;
+  std::string reasoning;
+  std::vector<ToolCallOut> tool_calls;
+  std::string finish_reason;
+  std::vector<TokenLogprob> logprobs;
+};
+
+// Streams are: per choice (index), start_chunk (if any), delta_chunk..., finish_chunk; then
+// usage_chunk (if include_usage) and "[DONE]". Non-streamed answers are body().
 class ResponseSerializer {
  public:
   virtual ~ResponseSerializer() = default;
-  virtual std::optional<std::string> start_chunk() const = 0;
-  virtual std::string delta_chunk(std::string_view text, std::span<const TokenLogprob> lps) const = 0;
-  virtual std::string finish_chunk(std::string_view finish_reason) const = 0;
+  virtual std::optional<std::string> start_chunk(int index) const = 0;
+  virtual std::string delta_chunk(int index, const OutputDelta& delta, std::span<const TokenLogprob> lps) const = 0;
+  virtual std::string finish_chunk(int index, std::string_view finish_reason) const = 0;
   virtual std::string usage_chunk(const UsageInfo& usage) const = 0;
-  virtual std::string body(std::string_view text, std::string_view finish_reason,
-                           const UsageInfo& usage, std::span<const TokenLogprob> lps) const = 0;
+  virtual std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& usage) const = 0;
 };
 
 std::unique_ptr<ResponseSerializer> make_completion_serializer(ResponseMeta meta);

@@ -27,48 +27,60 @@ std::string TextAssembler::finish() {
   return out + stop_.flush();
 }
 
-const char* openai_finish_reason(engine::FinishReason r, bool stopped) {
+const char* openai_finish_reason(engine::FinishReason r, bool stopped, bool tool_calls) {
+  if (tool_calls) return "tool_calls";
   if (stopped) return "stop";
   return r == engine::FinishReason::kStop ? "stop" : "length";
 }
 
 namespace {
 
-// The output state of one request, shared by the streaming and the non-streaming paths.
-struct OutputState {
-  OutputState(const tok::Tokenizer& t, const PreparedGeneration& g)
-      : tok(t), text(t, g.request.prompt, g.stop), want_lp(g.request.top_logprobs > 0 || g.want_logprobs),
-        offset(static_cast<int>(g.echo_text.size())) {}
+// The output state of one choice, shared by the streaming and the non-streaming paths.
+struct ChoiceState {
+  ChoiceState(const tok::Tokenizer& t, const PreparedGeneration& g)
+      : tok(t), text(t, g.request.prompt, g.stop), parser(g.make_parser ? g.make_parser() : make_plain_parser()),
+        want_lp(g.request.top_logprobs > 0 || g.want_logprobs), offset(static_cast<int>(g.echo_text.size())) {}
 
-  std::string on_token(const engine::TokenStep& step) {
-    if (text.stopped()) return {};
+  // The token's text: final once stop strings are handled, then split by the output parser.
+  OutputDelta on_token(const engine::TokenStep& step) {
+    OutputDelta d;
+    if (text.stopped()) return d;
     ++tokens_used;
     if (want_lp) {
       TokenLogprob lp{tok.token_bytes(step.id), step.logprob, {}, offset};
       for (const auto& [id, p] : step.top) lp.top.emplace_back(tok.token_bytes(id), p);
       lps.push_back(std::move(lp));
     }
-    std::string delta = text.push(step.id);
-    offset += static_cast<int>(delta.size());
-    return delta;
+    const std::string piece = text.push(step.id);
+    offset += static_cast<int>(piece.size());
+    parser->feed(piece, d);
+    return d;
+  }
+  OutputDelta finish() {
+    OutputDelta d;
+    parser->feed(text.finish(), d);
+    parser->finish(d);
+    return d;
   }
   std::span<const TokenLogprob> new_logprobs() {
     std::span<const TokenLogprob> s(lps.data() + lp_sent, lps.size() - lp_sent);
     lp_sent = lps.size();
     return s;
   }
-  UsageInfo usage(const engine::GenerateResult& r) const {
-    UsageInfo u;
-    u.prompt_tokens = r.prompt_tokens;
-    u.completion_tokens = text.stopped() ? tokens_used : static_cast<int>(r.ids.size());
-    u.cached_tokens = r.cached_tokens;
-    u.prompt_ms = r.prefill_ms;
-    u.predicted_ms = r.decode_ms;
-    return u;
+  ChoiceOutput output(const engine::GenerateResult& r) {
+    ChoiceOutput o;
+    parser->result(o);
+    o.finish_reason = openai_finish_reason(r.finish, text.stopped(), !o.tool_calls.empty());
+    o.logprobs = std::move(lps);
+    return o;
+  }
+  int completion_tokens(const engine::GenerateResult& r) const {
+    return text.stopped() ? tokens_used : static_cast<int>(r.ids.size());
   }
 
   const tok::Tokenizer& tok;
   TextAssembler text;
+  std::unique_ptr<OutputParser> parser;
   bool want_lp;
   int offset;
   int tokens_used = 0;
@@ -76,33 +88,62 @@ struct OutputState {
   size_t lp_sent = 0;
 };
 
+// Usage over all choices: the prompt counted once (as OpenAI), completions summed.
+struct UsageSum {
+  UsageInfo u;
+  void add(const engine::GenerateResult& r, int completion_tokens, bool first) {
+    if (first) {
+      u.prompt_tokens = r.prompt_tokens;
+      u.cached_tokens = r.cached_tokens;
+      u.prompt_ms = r.prefill_ms;
+    }
+    u.completion_tokens += completion_tokens;
+    u.predicted_ms += r.decode_ms;
+  }
+};
+
 ApiError event_error(const GenerationEvent& ev) {
   return to_api_error(std::make_exception_ptr(Error(ev.error_kind, ev.error)));
 }
 
-bool cancelled_by_server(const engine::GenerateResult& r, const OutputState& st) {
+bool cancelled_by_server(const engine::GenerateResult& r, const ChoiceState& st) {
   return !st.text.stopped() && (r.finish == engine::FinishReason::kCancelled ||
                                 r.finish == engine::FinishReason::kAborted);
 }
 
-std::shared_ptr<EventChannel> submit(ServerContext& ctx, PreparedGeneration& gen) {
-  auto ch = std::make_shared<EventChannel>();
-  switch (ctx.worker().try_submit(Job{gen.request, ch})) {
-    case EngineWorker::Admit::kAccepted: return ch;
-    case EngineWorker::Admit::kQueueFull:
+// One job per choice, all admitted or none (a refused choice cancels the ones already queued).
+std::vector<std::shared_ptr<EventChannel>> submit(ServerContext& ctx, const PreparedGeneration& gen) {
+  std::vector<std::shared_ptr<EventChannel>> channels;
+  for (int i = 0; i < gen.n; ++i) {
+    engine::GenerateRequest req = gen.request;
+    req.sampling.seed += static_cast<uint64_t>(i);
+    if (gen.make_constraint) req.constraint = gen.make_constraint();
+    auto ch = std::make_shared<EventChannel>();
+    const EngineWorker::Admit admit = ctx.worker().try_submit(Job{std::move(req), ch});
+    if (admit == EngineWorker::Admit::kAccepted) {
+      channels.push_back(std::move(ch));
+      continue;
+    }
+    for (auto& c : channels) c->cancel();
+    if (admit == EngineWorker::Admit::kQueueFull) {
       ctx.metrics().queue_rejections++;
       throw queue_full(ctx.options().retry_after_s);
-    case EngineWorker::Admit::kStopped: break;
+    }
+    throw unavailable("the server is shutting down", ctx.options().retry_after_s);
   }
-  throw unavailable("the server is shutting down", ctx.options().retry_after_s);
+  return channels;
+}
+
+void cancel_all(const std::vector<std::shared_ptr<EventChannel>>& channels) {
+  for (const auto& c : channels) c->cancel();
 }
 
 // ---- non-streaming ----------------------------------------------------------------------------
 
-HttpResponse collect(ServerContext& ctx, const PreparedGeneration& gen, EventChannel& ch,
-                     const ResponseSerializer& ser) {
-  OutputState st(ctx.tokenizer(), gen);
-  std::string text = gen.echo_text;
+ChoiceOutput collect_choice(ServerContext& ctx, const PreparedGeneration& gen, EventChannel& ch,
+                            const std::vector<std::shared_ptr<EventChannel>>& all, UsageSum& usage, bool first) {
+  ChoiceState st(ctx.tokenizer(), gen);
+  std::string echo = gen.echo_text;
   std::vector<GenerationEvent> evs;
   auto last_check = std::chrono::steady_clock::now();
   for (;;) {
@@ -112,86 +153,113 @@ HttpResponse collect(ServerContext& ctx, const PreparedGeneration& gen, EventCha
     if (gen.client_gone && now - last_check >= std::chrono::milliseconds(50)) {
       last_check = now;
       if (gen.client_gone()) {
-        ch.cancel();  // the client hung up: free the engine within a token
+        cancel_all(all);  // the client hung up: free the engine within a token
         throw ApiError(499, "invalid_request_error", "the client closed the connection");
       }
     }
     for (const GenerationEvent& ev : evs) {
       if (ev.kind == GenerationEvent::Kind::kToken) {
-        text += st.on_token(ev.step);
+        st.on_token(ev.step);
         if (st.text.stopped()) ch.cancel();  // stop string: free the engine now
         continue;
       }
-      if (ev.kind == GenerationEvent::Kind::kError) throw event_error(ev);
-      if (cancelled_by_server(ev.result, st))
-        throw unavailable("the request was cancelled: the server is shutting down",
-                          ctx.options().retry_after_s);
-      text += st.text.finish();
-      HttpResponse res;
-      res.body = ser.body(text, openai_finish_reason(ev.result.finish, st.text.stopped()),
-                          st.usage(ev.result), st.lps);
-      return res;
+      if (ev.kind == GenerationEvent::Kind::kError) {
+        cancel_all(all);
+        throw event_error(ev);
+      }
+      if (cancelled_by_server(ev.result, st)) {
+        cancel_all(all);
+        throw unavailable("the request was cancelled: the server is shutting down", ctx.options().retry_after_s);
+      }
+      st.finish();
+      usage.add(ev.result, st.completion_tokens(ev.result), first);
+      ChoiceOutput out = st.output(ev.result);
+      out.content = echo + out.content;
+      return out;
     }
   }
+}
+
+HttpResponse collect(ServerContext& ctx, const PreparedGeneration& gen,
+                     const std::vector<std::shared_ptr<EventChannel>>& channels, const ResponseSerializer& ser) {
+  std::vector<ChoiceOutput> choices;
+  UsageSum usage;
+  for (size_t i = 0; i < channels.size(); ++i)
+    choices.push_back(collect_choice(ctx, gen, *channels[i], channels, usage, i == 0));
+  HttpResponse res;
+  res.body = ser.body(choices, usage.u);
+  return res;
 }
 
 // ---- streaming --------------------------------------------------------------------------------
 
 struct StreamJob {
   PreparedGeneration gen;
-  std::shared_ptr<EventChannel> channel;
+  std::vector<std::shared_ptr<EventChannel>> channels;
   std::unique_ptr<ResponseSerializer> ser;
   int ping_s = 15;
 };
 
-// Ends the stream after the final event; returns nothing (the caller returns afterwards).
-void finish_stream(StreamJob& job, OutputState& st, const GenerationEvent& ev, StreamSink& sink) {
-  if (ev.kind == GenerationEvent::Kind::kError) {
-    sink.write(sse_error(event_error(ev)));
-    return;
-  }
-  if (cancelled_by_server(ev.result, st)) {
-    sink.write(sse_error(unavailable("the request was cancelled: the server is shutting down", 1)));
-    return;
-  }
-  std::string rest = st.text.finish();
-  if (!rest.empty() && !sink.write(sse_data(job.ser->delta_chunk(rest, st.new_logprobs())))) return;
-  const char* reason = openai_finish_reason(ev.result.finish, st.text.stopped());
-  if (!sink.write(sse_data(job.ser->finish_chunk(reason)))) return;
-  if (job.gen.include_usage && !sink.write(sse_data(job.ser->usage_chunk(st.usage(ev.result))))) return;
-  sink.write(sse_done());
-}
-
-void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
-  EventChannel& ch = *job.channel;
-  OutputState st(ctx.tokenizer(), job.gen);
+// Streams choice `index` to its end. Returns false when the stream is over (client gone, or an
+// error was sent), true when the next choice may follow.
+bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usage, StreamSink& sink) {
+  EventChannel& ch = *job.channels[static_cast<size_t>(index)];
+  ChoiceState st(ctx.tokenizer(), job.gen);
   auto send = [&](const std::string& payload) { return sink.write(sse_data(payload)); };
-  bool ok = true;
-  if (auto first = job.ser->start_chunk()) ok = send(*first);
-  if (ok && !job.gen.echo_text.empty()) ok = send(job.ser->delta_chunk(job.gen.echo_text, {}));
+  if (auto first = job.ser->start_chunk(index); first && !send(*first)) return false;
+  if (!job.gen.echo_text.empty()) {
+    OutputDelta echo;
+    echo.content = job.gen.echo_text;
+    if (!send(job.ser->delta_chunk(index, echo, {}))) return false;
+  }
   auto last_write = Clock::now();
   std::vector<GenerationEvent> evs;
-  while (ok) {
+  for (;;) {
     evs.clear();
     bool got = ch.wait_pop(evs, std::chrono::milliseconds(50));
-    if (!sink.is_writable()) break;  // the client went away (also during prefill)
+    if (!sink.is_writable()) return false;  // the client went away (also during prefill)
     if (!got) {
       if (Clock::now() - last_write > std::chrono::seconds(job.ping_s)) {
-        ok = sink.write(sse_comment("ping"));
+        if (!sink.write(sse_comment("ping"))) return false;
         last_write = Clock::now();
       }
       continue;
     }
     for (const GenerationEvent& ev : evs) {
-      if (ev.kind != GenerationEvent::Kind::kToken) return finish_stream(job, st, ev, sink);
-      std::string delta = st.on_token(ev.step);
+      if (ev.kind == GenerationEvent::Kind::kError) {
+        sink.write(sse_error(event_error(ev)));
+        return false;
+      }
+      if (ev.kind == GenerationEvent::Kind::kDone) {
+        if (cancelled_by_server(ev.result, st)) {
+          sink.write(sse_error(unavailable("the request was cancelled: the server is shutting down", 1)));
+          return false;
+        }
+        const OutputDelta rest = st.finish();
+        if (!rest.empty() && !send(job.ser->delta_chunk(index, rest, st.new_logprobs()))) return false;
+        usage.add(ev.result, st.completion_tokens(ev.result), index == 0);
+        const ChoiceOutput out = st.output(ev.result);
+        return send(job.ser->finish_chunk(index, out.finish_reason));
+      }
+      const OutputDelta delta = st.on_token(ev.step);
       if (st.text.stopped()) ch.cancel();
       if (delta.empty()) continue;
-      if (!(ok = send(job.ser->delta_chunk(delta, st.new_logprobs())))) break;
+      if (!send(job.ser->delta_chunk(index, delta, st.new_logprobs()))) return false;
       last_write = Clock::now();
     }
   }
-  ch.cancel();  // client gone: the worker stops this job within a token
+}
+
+void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
+  UsageSum usage;
+  for (int i = 0; i < static_cast<int>(job.channels.size()); ++i) {
+    if (!stream_choice(ctx, job, i, usage, sink)) {
+      cancel_all(job.channels);  // client gone or failed: the worker stops these jobs within a token
+      return;
+    }
+  }
+  if (job.gen.include_usage && !sink.write(sse_data(job.ser->usage_chunk(usage.u)))) return;
+  sink.write(sse_done());
 }
 
 }  // namespace
@@ -200,9 +268,9 @@ HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
                             std::unique_ptr<ResponseSerializer> serializer) {
   if (gen.request.prompt.empty()) throw invalid_field("prompt", "the prompt is empty after tokenization");
   ctx.model().engine->validate(gen.request);  // before queueing: a bad request costs no engine time
-  auto channel = submit(ctx, gen);
-  if (!gen.stream) return collect(ctx, gen, *channel, *serializer);
-  auto job = std::make_shared<StreamJob>(StreamJob{std::move(gen), channel, std::move(serializer),
+  auto channels = submit(ctx, gen);
+  if (!gen.stream) return collect(ctx, gen, channels, *serializer);
+  auto job = std::make_shared<StreamJob>(StreamJob{std::move(gen), std::move(channels), std::move(serializer),
                                                    ctx.options().sse_ping_s});
   HttpResponse res;
   res.content_type = "text/event-stream";

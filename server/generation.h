@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "server/api_response.h"
 #include "server/http_types.h"
+#include "server/output_parser.h"
 #include "server/server_context.h"
 #include "server/stop_strings.h"
 #include "tokenizer/stream_decoder.h"
@@ -18,6 +19,10 @@ namespace anelm::server {
 
 struct PreparedGeneration {
   engine::GenerateRequest request;     // prompt ids, max_tokens, sampling, top_logprobs
+  int n = 1;                           // independent choices: choice i samples with seed + i
+  // Per choice (may be empty): the output constraint (grammar) and the output parser (default plain).
+  std::function<std::shared_ptr<engine::TokenConstraint>()> make_constraint;
+  std::function<std::unique_ptr<OutputParser>()> make_parser;
   std::vector<std::string> stop;       // stop strings
   bool stream = false;
   bool include_usage = false;
@@ -42,13 +47,14 @@ class TextAssembler {
   StopMatcher stop_;
 };
 
-// Validates the request with the engine (400, context_length_exceeded), submits the job
-// (429/503 when refused) and returns the response: a JSON body, or a stream that cancels the job
+// Validates the request with the engine (400, context_length_exceeded), submits one job per choice
+// (429/503 when refused) and returns the response: a JSON body, or a stream that cancels the jobs
 // when the client goes away.
 HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
                             std::unique_ptr<ResponseSerializer> serializer);
 
-// OpenAI finish_reason for an engine result; `stopped` is true when a stop string ended it.
-const char* openai_finish_reason(engine::FinishReason r, bool stopped);
+// OpenAI finish_reason for an engine result; `stopped` is true when a stop string ended it,
+// `tool_calls` when the output holds tool calls.
+const char* openai_finish_reason(engine::FinishReason r, bool stopped, bool tool_calls = false);
 
 }  // namespace anelm::server

@@ -44,6 +44,7 @@ PreparedGeneration prepare(ServerContext& ctx, const GenerationFields& f, std::v
   if (!f.seed_given) g.request.sampling.seed = fresh_seed();
   g.request.top_logprobs = f.top_logprobs;
   g.request.extra_stop_ids = ctx.tokenizer().vocab().eog_ids;
+  g.n = f.n;
   g.stop = f.stop;
   g.stream = f.stream;
   g.include_usage = f.stream && f.include_usage;
@@ -71,7 +72,6 @@ std::vector<int> completion_prompt(const tok::Tokenizer& tk, const CompletionReq
 
 // Parsed and validated, but not wired to the engine yet: refused by name rather than ignored.
 void reject_not_wired(const GenerationFields& f, const ChatRequest* chat) {
-  if (f.n != 1) throw invalid_field("n", "n > 1 is not supported yet");
   if (f.response_format.kind != ResponseFormat::Kind::kText)
     throw invalid_field("response_format", "JSON response formats are not supported yet");
   if (!f.grammar.empty()) throw invalid_field("grammar", "grammar is not supported yet");

@@ -1,6 +1,9 @@
 // Loopback HTTP tests of every endpoint against an in-process server backed by the fake engine.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <sstream>
+
 #include "test_server.h"
 
 namespace anelm::testing {
@@ -121,6 +124,49 @@ TEST(HttpApi, CompletionStreamingEqualsNonStreaming) {
   EXPECT_EQ(stream_text(r->body, false, &usage, &finish), full);
   EXPECT_EQ(finish, "stop");
   EXPECT_EQ(usage["completion_tokens"], static_cast<int>(prompt.size()));
+}
+
+// n choices: each its own job and index; usage counts the prompt once and every completion.
+TEST(HttpApi, SeveralChoicesStreamedAndNot) {
+  FakeScript sc;
+  sc.reply = "Hey";
+  TestServer s(sc);
+  json req = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"n", 3}};
+  json b = body_of(s.post("/v1/chat/completions", req));
+  ASSERT_EQ(b["choices"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(b["choices"][i]["index"], i);
+    EXPECT_EQ(b["choices"][i]["message"]["content"], "Hey");
+  }
+  EXPECT_EQ(b["usage"]["completion_tokens"], 9);
+  EXPECT_EQ(s.engine().started.load(), 3);
+  req["stream"] = true;
+  req["stream_options"] = {{"include_usage", true}};
+  auto r = s.post("/v1/chat/completions", req);
+  ASSERT_EQ(r->status, 200);
+  std::map<int, std::string> text;
+  std::map<int, std::string> finish;
+  int done = 0;
+  json usage;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "data: [DONE]") ++done;
+    if (line.rfind("data: {", 0) != 0) continue;
+    json c = json::parse(line.substr(6));
+    if (c.contains("usage") && c["usage"].is_object()) usage = c["usage"];
+    for (const json& ch : c["choices"]) {
+      const int i = ch["index"];
+      if (ch["delta"].contains("content")) text[i] += ch["delta"]["content"].get<std::string>();
+      if (!ch["finish_reason"].is_null()) finish[i] = ch["finish_reason"];
+    }
+  }
+  EXPECT_EQ(done, 1);
+  ASSERT_EQ(text.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(text[i], "Hey");
+    EXPECT_EQ(finish[i], "stop");
+  }
+  EXPECT_EQ(usage["completion_tokens"], 9);
 }
 
 TEST(HttpApi, StreamStopStringNeverEmitted) {

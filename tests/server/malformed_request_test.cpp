@@ -34,7 +34,7 @@ std::vector<BadCase> bad_cases() {
       {"temperature huge", "/v1/completions", R"({"prompt":"a","temperature":1e308})", 400, "temperature"},
       {"top_p bool", "/v1/completions", R"({"prompt":"a","top_p":true})", 400, "top_p"},
       {"top_k negative", "/v1/completions", R"({"prompt":"a","top_k":-3})", 400, "top_k"},
-      {"n two", "/v1/completions", R"({"prompt":"a","n":2})", 400, "n"},
+      {"n too many", "/v1/completions", R"({"prompt":"a","n":17})", 400, "n"},
       {"stop number", "/v1/completions", R"({"prompt":"a","stop":7})", 400, "stop"},
       {"stream_options string", "/v1/completions", R"({"prompt":"a","stream_options":"x"})", 400,
        "stream_options"},
