@@ -20,7 +20,8 @@
 //             ({"tool_call": {"name": ..., "arguments": ...}} is accepted too, as llama.cpp's generic).
 //   In every JSON call object the arguments key may be "arguments" or "parameters", keys may come in
 //   any order, extra keys ("id") are ignored, and the arguments may be an object or a JSON string that
-//   holds an object ("arguments": "{\"a\": 1}").
+//   holds an object ("arguments": "{\"a\": 1}"). Inside explicit markup a call without arguments gets
+//   "{}"; a bare Llama 3 object needs its arguments key to count as a call.
 //
 // Decisions (documented behaviour, identical for parse_message and StreamParser unless noted):
 //  * ToolCall::arguments is the model's own argument text, not re-serialised: the raw JSON object text
@@ -124,10 +125,14 @@ namespace detail {
 class Machine;
 }
 
-// Incremental parser: feed pieces of generated text in order; each call returns the deltas it made
-// decidable (adjacent deltas of one kind are merged). Only text that may still turn out to be markup
-// is held back (a partial marker, whitespace before a possible call, a call whose name is not known
-// yet). finish() flushes at the end of generation. Never throws on any input.
+// Incremental parser: feed pieces of generated text in order (any split); each call returns the deltas
+// it made decidable (adjacent deltas of one kind are merged). Held back is only text whose role is not
+// decided yet: a partial marker, a whitespace run that may turn out to precede a call or end the
+// reasoning (dropped then), a leading '{' of a Llama 3 / generic reply, and a call block until its name
+// and the start of its arguments are known (bounded by kMaxHeldBytes). finish() flushes at the end of
+// generation; feed() after finish() is ignored. Never throws on any input (std::bad_alloc aside).
+// The kToolCallStart delta of a call carries index, id and name; its kToolCallArgs deltas follow with
+// the same index. The server answers finish_reason "tool_calls" when message().tool_calls is non-empty.
 class StreamParser {
  public:
   StreamParser(ChatFormat format, ParseOptions options);

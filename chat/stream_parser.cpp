@@ -6,6 +6,8 @@
 // and a tool block (a small JSON pushdown reader of call objects).
 // Within a block, every byte that is not streamed as arguments is kept in held_ until a clean point
 // (a call announced, a call or the block complete): on failure held_ is returned as content.
+#include <atomic>
+#include <chrono>
 #include <random>
 
 #include "chat/chat_format.h"
@@ -28,6 +30,17 @@ bool is_name_char(char c) { return is_alnum(c) || c == '_' || c == '-' || c == '
 bool is_primitive_char(char c) { return is_alnum(c) || c == '-' || c == '+' || c == '.'; }
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
+std::uint64_t random_seed() {
+  std::uint64_t seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  try {
+    std::random_device rd;
+    seed ^= (std::uint64_t{rd()} << 32) ^ rd();
+  } catch (...) {  // no entropy source: the clock alone
+  }
+  static std::atomic<std::uint64_t> counter{0};
+  return seed ^ (0x9E3779B97F4A7C15ull * ++counter);
+}
+
 }  // namespace
 
 class Machine {
@@ -41,7 +54,7 @@ class Machine {
   };
 
   Machine(ChatFormat format, ParseOptions options) : fmt_(format), opt_(options) {
-    rng_ = opt_.id_seed != 0 ? opt_.id_seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    rng_ = opt_.id_seed != 0 ? opt_.id_seed : random_seed();
     const bool reasoning = opt_.parse_reasoning && fmt_.reasoning != ReasoningSyntax::kNone;
     if (fmt_.reasoning == ReasoningSyntax::kThinkBrackets) {
       think_open_ = "[THINK]";

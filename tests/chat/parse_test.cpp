@@ -250,23 +250,30 @@ TEST(HermesParse, HeldTextIsBounded) {
   EXPECT_EQ(p.message().content, junk);
 }
 
-TEST(HermesParse, StreamingIsLinear) {
-  // 2 MB of content and a call with 2 MB of arguments, fed byte by byte.
-  std::string content(2 << 20, 'x');
+// n bytes of content and a call with n bytes of arguments, fed byte by byte; seconds taken (best of 2).
+double stream_seconds(std::size_t n) {
+  std::string content(n, 'x');
   for (std::size_t i = 0; i < content.size(); i += 80) content[i] = ' ';
-  std::string big = "{\"data\": \"";
-  big.append(2 << 20, 'y');
-  big += "\"}";
+  std::string big = "{\"data\": \"" + std::string(n, 'y') + "\", \"more\": [" + std::string(n / 4, '1') + "]}";
   const std::string text = content + "<tool_call>\n{\"name\": \"store\", \"arguments\": " + big + "}\n</tool_call>";
-  const auto t0 = std::chrono::steady_clock::now();
-  StreamParser p(kQwen25, opts());
-  for (char c : text) p.feed(std::string_view(&c, 1));
-  p.finish();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_EQ(p.message().tool_calls.size(), 1u);
-  EXPECT_EQ(p.message().tool_calls[0].arguments, big);
-  EXPECT_EQ(p.message().content.size(), content.size() - 0);
-  EXPECT_LT(secs, 5.0);
+  double best = 1e9;
+  for (int rep = 0; rep < 2; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    StreamParser p(kQwen25, opts());
+    for (char c : text) p.feed(std::string_view(&c, 1));
+    p.finish();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    EXPECT_EQ(p.message().tool_calls.size(), 1u);
+    if (p.message().tool_calls.size() == 1) EXPECT_EQ(p.message().tool_calls[0].arguments, big);
+    EXPECT_EQ(p.message().content, content);
+  }
+  return best;
+}
+
+TEST(HermesParse, StreamingIsLinear) {
+  const double small = stream_seconds(1 << 18);
+  const double large = stream_seconds(1 << 20);  // 4x the text: linear ~4x, quadratic ~16x
+  EXPECT_LT(large, 8 * small + 0.05) << small << " s vs " << large << " s";
 }
 
 TEST(HermesParse, MarkerSplitHoldsBackOnlyThePrefix) {
