@@ -35,8 +35,9 @@ constexpr auto B = ReasoningSyntax::kThinkBrackets;
 constexpr auto R0 = ReasoningSyntax::kNone;
 
 // Every template of the corpus. The families this library parses natively are Hermes, Llama 3 and
-// Mistral; a template that takes tools in another syntax (XML-style arguments, DeepSeek, gpt-oss, ...)
-// is kGeneric (the server forces the generic JSON envelope); one that does not read `tools` is kNone.
+// Mistral; a template that takes tools in another syntax (XML-style arguments, DeepSeek, gpt-oss,
+// ...) is kGeneric (the server forces the generic JSON envelope); one that does not read `tools` is
+// kNone.
 const std::map<std::string, Expected>& expected_formats() {
   static const std::map<std::string, Expected> m = {
       // Hermes: <tool_call>{"name", "arguments"}</tool_call>
@@ -68,11 +69,13 @@ const std::map<std::string, Expected>& expected_formats() {
       // No tools, no reasoning
       {"google-gemma-2-2b-it.jinja", {N, R0, false}},
       {"microsoft-Phi-3.5-mini-instruct.jinja", {N, R0, false}},
-      {"fireworks-ai-llama-3-firefunction-v2.jinja", {N, R0, false}},  // reads `functions`, not `tools`
+      {"fireworks-ai-llama-3-firefunction-v2.jinja",
+       {N, R0, false}},  // reads `functions`, not `tools`
       // Tools in a syntax not parsed natively: generic envelope
       {"Apertus-8B-Instruct.jinja", {G, R0, true}},
       {"Apriel-1.6-15b-Thinker-fixed.jinja", {G, R0, true}},
-      {"unsloth-Apriel-1.5.jinja", {G, R0, true}},  // mentions <tool_call> but renders <tool_calls>[...]
+      {"unsloth-Apriel-1.5.jinja",
+       {G, R0, true}},  // mentions <tool_call> but renders <tool_calls>[...]
       {"ByteDance-Seed-OSS.jinja", {G, R0, true}},
       {"Cohere2MoE.jinja", {G, R0, true}},
       {"CohereForAI-c4ai-command-r-plus-tool_use.jinja", {G, R0, true}},
@@ -128,8 +131,8 @@ TEST(DetectChatFormat, EveryTemplateInTheCorpus) {
     const ChatFormat f = detect_chat_format(read_file(entry.path()));
     auto it = expected_formats().find(name);
     if (it == expected_formats().end()) {
-      ADD_FAILURE() << "template without an expectation in this test: " << name << " -> " << to_string(f.tools)
-                    << ", " << to_string(f.reasoning);
+      ADD_FAILURE() << "template without an expectation in this test: " << name << " -> "
+                    << to_string(f.tools) << ", " << to_string(f.reasoning);
       continue;
     }
     EXPECT_EQ(to_string(f.tools), std::string(to_string(it->second.tools))) << name;
@@ -142,7 +145,9 @@ TEST(DetectChatFormat, EveryTemplateInTheCorpus) {
 
 TEST(DetectChatFormat, MistralForms) {
   ANELM_REQUIRE_SHARED_MODEL(dir, "chat-templates");
-  auto form = [&](const char* name) { return detect_chat_format(read_file(dir / name)).mistral_form; };
+  auto form = [&](const char* name) {
+    return detect_chat_format(read_file(dir / name)).mistral_form;
+  };
   EXPECT_EQ(form("mistralai-Mistral-Nemo-Instruct-2407.jinja"), MistralForm::kJsonArray);
   EXPECT_EQ(form("Mistral-Small-3.2-24B-Instruct-2506.jinja"), MistralForm::kNameArgs);
   EXPECT_EQ(form("unsloth-mistral-Devstral-Small-2507.jinja"), MistralForm::kNameArgs);
@@ -152,10 +157,14 @@ TEST(DetectChatFormat, MistralForms) {
 TEST(DetectChatFormat, MarkersNotFileNames) {
   EXPECT_EQ(detect_chat_format("{{ messages }}").tools, ToolSyntax::kNone);
   // `tools` in prose or in a string literal is not a reference to the variable.
-  EXPECT_FALSE(detect_chat_format("You may use tools. {{ 'tools' }} {# tools #}").template_accepts_tools);
+  EXPECT_FALSE(
+      detect_chat_format("You may use tools. {{ 'tools' }} {# tools #}").template_accepts_tools);
   EXPECT_TRUE(detect_chat_format("{% if tools %}x{% endif %}").template_accepts_tools);
-  EXPECT_EQ(detect_chat_format("{% if tools %}{{ tools | tojson }}{% endif %}").tools, ToolSyntax::kGeneric);
-  EXPECT_EQ(detect_chat_format("{% for t in tools %}{% endfor %}<tool_call>\\n{\"name\": \"x\", \"arguments\": 1}").tools,
+  EXPECT_EQ(detect_chat_format("{% if tools %}{{ tools | tojson }}{% endif %}").tools,
+            ToolSyntax::kGeneric);
+  EXPECT_EQ(detect_chat_format(
+                "{% for t in tools %}{% endfor %}<tool_call>\\n{\"name\": \"x\", \"arguments\": 1}")
+                .tools,
             ToolSyntax::kHermes);
   EXPECT_EQ(detect_chat_format("{{ '[TOOL_CALLS][' }}").tools, ToolSyntax::kMistral);
   EXPECT_EQ(detect_chat_format("<think>").reasoning, ReasoningSyntax::kThinkTags);
@@ -169,12 +178,14 @@ TEST(DetectChatFormat, MarkersNotFileNames) {
 TEST(DetectChatFormat, PromptOpensReasoningOnRenderedGenerationPrompts) {
   ANELM_REQUIRE_SHARED_MODEL(dir, "chat-templates");
   // Generation prompts as the templates end them (see goldens.json).
-  const ChatFormat r1 = detect_chat_format(read_file(dir / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"));
+  const ChatFormat r1 =
+      detect_chat_format(read_file(dir / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"));
   EXPECT_TRUE(prompt_opens_reasoning("<｜User｜>Hi<｜Assistant｜><think>\n", r1));
   const ChatFormat qwen3 = detect_chat_format(read_file(dir / "Qwen-Qwen3-0.6B.jinja"));
   EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n", qwen3));
   EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", qwen3));
-  const ChatFormat ministral = detect_chat_format(read_file(dir / "mistralai-Ministral-3-14B-Reasoning-2512.jinja"));
+  const ChatFormat ministral =
+      detect_chat_format(read_file(dir / "mistralai-Ministral-3-14B-Reasoning-2512.jinja"));
   EXPECT_TRUE(prompt_opens_reasoning("[INST]Hi[/INST][THINK]", ministral));
 }
 

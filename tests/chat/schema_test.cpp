@@ -28,8 +28,9 @@ TEST(ToolCallPayloadSchema, AllTools) {
     "required": ["name", "arguments"], "additionalProperties": false})");
   EXPECT_EQ(s["anyOf"][0], expected0);
   EXPECT_EQ(s["anyOf"][1]["properties"]["name"], json({{"const", "now"}}));
-  EXPECT_EQ(s["anyOf"][1]["properties"]["arguments"], json({{"type", "object"}}));  // missing parameters
-  EXPECT_EQ(s["anyOf"][2]["properties"]["name"], json({{"const", "add"}}));      // bare function object
+  EXPECT_EQ(s["anyOf"][1]["properties"]["arguments"],
+            json({{"type", "object"}}));                                     // missing parameters
+  EXPECT_EQ(s["anyOf"][2]["properties"]["name"], json({{"const", "add"}}));  // bare function object
 }
 
 TEST(ToolCallPayloadSchema, OnlyName) {
@@ -37,8 +38,10 @@ TEST(ToolCallPayloadSchema, OnlyName) {
   EXPECT_FALSE(s.contains("anyOf"));
   EXPECT_EQ(s["properties"]["name"], json({{"const", "get_weather"}}));
   EXPECT_EQ(s["required"], json({"name", "arguments"}));
-  EXPECT_THROW(tool_call_payload_schema(ToolSyntax::kHermes, kTools, "missing"), std::invalid_argument);
-  EXPECT_THROW(tool_call_payload_schema(ToolSyntax::kHermes, json::array(), ""), std::invalid_argument);
+  EXPECT_THROW(tool_call_payload_schema(ToolSyntax::kHermes, kTools, "missing"),
+               std::invalid_argument);
+  EXPECT_THROW(tool_call_payload_schema(ToolSyntax::kHermes, json::array(), ""),
+               std::invalid_argument);
 }
 
 TEST(ToolCallPayloadSchema, Llama3UsesParameters) {
@@ -55,7 +58,8 @@ TEST(ToolCallPayloadSchema, ArgumentsSchemaAndEnvelope) {
 
   const json env = generic_envelope_schema(kTools, "", true, true);
   ASSERT_EQ(env["anyOf"].size(), 2u);
-  EXPECT_EQ(env["anyOf"][0]["properties"]["tool_calls"]["items"], tool_call_payload_schema(ToolSyntax::kGeneric, kTools, ""));
+  EXPECT_EQ(env["anyOf"][0]["properties"]["tool_calls"]["items"],
+            tool_call_payload_schema(ToolSyntax::kGeneric, kTools, ""));
   EXPECT_FALSE(env["anyOf"][0]["properties"]["tool_calls"].contains("maxItems"));
   EXPECT_EQ(env["anyOf"][1]["properties"]["response"], json({{"type", "string"}}));
   const json forced = generic_envelope_schema(kTools, "now", false, false);
@@ -93,7 +97,8 @@ TEST(ToolCallShape, PerSyntax) {
   EXPECT_TRUE(tool_call_shape(ToolSyntax::kNone).trigger.empty());
 }
 
-// What the shapes produce parses back: a call composed from shape + payload is recovered by parse_message.
+// What the shapes produce parses back: a call composed from shape + payload is recovered by
+// parse_message.
 TEST(ToolCallShape, ComposedCallsParseBack) {
   const json payload_a = {{"name", "get_weather"}, {"arguments", {{"city", "Oslo"}}}};
   const json payload_b = {{"name", "now"}, {"arguments", json::object()}};
@@ -105,8 +110,8 @@ TEST(ToolCallShape, ComposedCallsParseBack) {
     if (shape.parallel_in_one_json) {
       text = shape.prefix + payload_a.dump() + shape.separator + payload_b.dump() + shape.suffix;
     } else {
-      text = shape.prefix + payload_a.dump() + shape.suffix + shape.separator + shape.prefix + payload_b.dump() +
-             shape.suffix;
+      text = shape.prefix + payload_a.dump() + shape.suffix + shape.separator + shape.prefix +
+             payload_b.dump() + shape.suffix;
     }
     ChatFormat f;
     f.tools = syntax;
@@ -126,9 +131,10 @@ TEST(ToolCallShape, ComposedCallsParseBack) {
   small.tools = ToolSyntax::kMistral;
   small.mistral_form = MistralForm::kNameArgs;
   const ToolCallShape s = tool_call_shape(small);
-  const ParsedMessage n = parse_message(s.prefix + "get_weather" + s.name_suffix + payload_a["arguments"].dump() +
-                                            s.suffix + s.prefix + "now" + s.name_suffix + "{}",
-                                        small, opts);
+  const ParsedMessage n =
+      parse_message(s.prefix + "get_weather" + s.name_suffix + payload_a["arguments"].dump() +
+                        s.suffix + s.prefix + "now" + s.name_suffix + "{}",
+                    small, opts);
   ASSERT_EQ(n.tool_calls.size(), 2u);
   EXPECT_EQ(n.tool_calls[1].name, "now");
 }
