@@ -18,9 +18,9 @@ namespace anelm::chat {
 namespace detail {
 namespace {
 
-constexpr std::size_t kMaxWsRun = 1024;  // whitespace held before a possible marker
-constexpr std::size_t kMaxStartBytes =
-    1024;                                    // whitespace / ';' held before a possible Llama 3 call
+// Whitespace held before a possible marker, and whitespace / ';' before a possible Llama 3 call.
+constexpr std::size_t kMaxWsRun = 1024;
+constexpr std::size_t kMaxStartBytes = 1024;
 constexpr std::size_t kMaxNameBytes = 256;   // a function name or an object key
 constexpr std::size_t kMaxCallIdBytes = 64;  // Mistral's [CALL_ID]
 constexpr std::string_view kPythonTag = "<|python_tag|>";
@@ -51,8 +51,8 @@ std::uint64_t random_seed() {
 class Machine {
  public:
   struct Block {
-    std::size_t raw_start =
-        0;  // offset of the block's first byte (whitespace before its marker included)
+    // Offset of the block's first byte (whitespace before its marker included).
+    std::size_t raw_start = 0;
     std::size_t content_len = 0;  // message content length when the block began
     std::size_t first_call = 0;   // index of its first call
     bool committed = false;       // a call of this block was announced
@@ -96,8 +96,9 @@ class Machine {
     }
     if (mode_ == Mode::kStartCheck) {
       std::string start = std::move(start_buf_);
-      mode_ = Mode::kContent;
-      detect_ = false;
+      start_buf_.clear();
+      tag_k_ = 0;
+      plain_content();
       replay(start, false, 0);
     }
     if (mode_ == Mode::kBlock) {

@@ -408,6 +408,15 @@ TEST(Llama3Parse, TextAfterCall) {
                           msg("", "That is all.", {{"now", "{}"}}));
 }
 
+TEST(Llama3Parse, VerbatimTextAndPartialMarkers) {
+  for (const std::string text : {"\n\nHello there", "Hi <|python_", "<|python_tag|>", "  ", ""}) {
+    expect_parse_and_stream(text, kLlama, opts(), msg("", text), false);
+  }
+  // Tools not offered: a call-shaped reply is content.
+  const std::string call = "{\"name\": \"now\", \"parameters\": {}}";
+  expect_parse_and_stream(call, kLlama, opts(false), msg("", call), false);
+}
+
 // ---- Mistral
 // ------------------------------------------------------------------------------------------
 
@@ -483,6 +492,10 @@ TEST(GenericParse, ToolCalls) {
 TEST(GenericParse, Response) {
   expect_parse_and_stream("{\"response\": \"Hello \\\"world\\\" \\u00e9 \\ud83d\\ude00\\nbye\"}",
                           kGeneric, opts(), msg("", "Hello \"world\" é 😀\nbye"));
+}
+
+TEST(GenericParse, TruncatedResponseKeepsTheDecodedText) {
+  expect_parse_and_stream("{\"response\": \"Hel\\u00e9 wor", kGeneric, opts(), msg("", "Hel\u00e9 wor"));
 }
 
 TEST(GenericParse, PlainTextAndOtherJson) {
