@@ -182,12 +182,13 @@ std::string make_call_id(ToolSyntax syntax, std::uint64_t& rng_state);
 //
 // What a call looks like as literal text around its JSON payload. The server composes the grammar:
 //   one call:       prefix PAYLOAD suffix
-//   parallel calls: prefix PAYLOAD (separator PAYLOAD)* suffix                when parallel_in_one_json
-//                   prefix PAYLOAD suffix (separator prefix PAYLOAD suffix)*  otherwise
+//   parallel calls: prefix PAYLOAD (separator PAYLOAD)* suffix   (parallel_in_one_json)
+//                   prefix PAYLOAD suffix (separator prefix PAYLOAD suffix)*   (otherwise)
 // PAYLOAD follows tool_call_payload_schema(). With name_outside_json (Mistral kNameArgs) a call is
 //   prefix NAME name_suffix ARGUMENTS suffix
 // with one alternative per tool, ARGUMENTS following tool_arguments_schema(tools, NAME).
-// With whole_output_json (kGeneric) the whole reply is one JSON document: generic_envelope_schema().
+// With whole_output_json (kGeneric) the whole reply is one JSON document, see
+// generic_envelope_schema().
 struct ToolCallShape {
   std::string trigger;  // text that opens a call in free generation (lazy tool_choice=auto)
   bool trigger_at_start = false;  // the trigger only counts at the start of the reply (Llama 3 '{')
