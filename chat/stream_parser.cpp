@@ -431,7 +431,6 @@ class Machine {
     name_.clear();
     have_name_ = false;
     args_seen_ = false;
-    args_done_ = false;
     committed_ = false;
     name_args_ = false;
     callid_len_ = 0;
@@ -822,7 +821,6 @@ class Machine {
   }
 
   bool args_end() {
-    args_done_ = true;
     if (name_args_) {  // [TOOL_CALLS]name[ARGS]{...}: the call ends with its arguments
       if (!finish_call()) return false;
       end_block();
@@ -906,7 +904,6 @@ class Machine {
   std::string name_;
   bool have_name_ = false;
   bool args_seen_ = false;
-  bool args_done_ = false;
   bool committed_ = false;
   int index_ = 0;
   std::string args_buf_;
