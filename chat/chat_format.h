@@ -1,71 +1,92 @@
-// A model's chat output format: how its generated text splits into reasoning, content and tool calls.
+// A model's chat output format: how its generated text splits into reasoning, content and tool
+// calls.
 //
 // detect_chat_format() reads a chat template's source and names the tool-call syntax and reasoning
-// markers the model was trained with. parse_message() splits a finished generation; StreamParser does
-// the same incrementally and emits OpenAI-style deltas. tool_call_shape() / tool_call_payload_schema()
-// describe a call's literal text and its JSON payload so that the server can constrain decoding.
+// markers the model was trained with. parse_message() splits a finished generation; StreamParser
+// does the same incrementally and emits OpenAI-style deltas. tool_call_shape() /
+// tool_call_payload_schema() describe a call's literal text and its JSON payload so that the
+// server can constrain decoding.
 //
 // Syntaxes (what the model writes):
-//   kHermes   <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>   (one block per call; parallel
-//             calls are several blocks). Qwen2.5, Qwen3, QwQ, Hermes 2/3, granite-4, MiMo, Bielik, Reka.
-//             Also accepted: a JSON array of call objects inside one block.
-//   kLlama3   {"name": "f", "parameters": {...}}  as the whole reply (optionally after <|python_tag|>;
-//             several calls separated by ';' are accepted). Llama 3.1 / 3.2 / 3.3.
-//   kMistral  Nemo:           [TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "..."}, ...]
-//             Small 3.2 etc.: [TOOL_CALLS]f[CALL_ID]abcdefghi[ARGS]{...}  or  [TOOL_CALLS]f[ARGS]{...}
-//             Both forms are always parsed; ChatFormat::mistral_form says which one to force.
-//   kGeneric  the template takes `tools` but uses no syntax known here: the server forces (with a
-//             grammar, see generic_envelope_schema()) the whole reply to be ONE JSON document:
-//               {"tool_calls": [{"name": "f", "arguments": {...}}, ...]}   or   {"response": "text"}
-//             ({"tool_call": {"name": ..., "arguments": ...}} is accepted too, as llama.cpp's generic).
-//   In every JSON call object the arguments key may be "arguments" or "parameters", keys may come in
-//   any order, extra keys ("id") are ignored, and the arguments may be an object or a JSON string that
-//   holds an object ("arguments": "{\"a\": 1}").
+//  kHermes   <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
+//            One block per call; parallel calls are several blocks (a JSON array of call objects
+//            in one block is accepted too). Qwen2.5, Qwen3, QwQ, Hermes 2/3, granite-4, MiMo,
+//            Bielik, Reka.
+//  kLlama3   {"name": "f", "parameters": {...}}
+//            The whole reply, optionally after <|python_tag|>; several calls separated by ';' are
+//            accepted. Llama 3.1 / 3.2 / 3.3.
+//  kMistral  Nemo:      [TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "..."}, ...]
+//            Small 3.2, Devstral, Ministral 3:
+//                       [TOOL_CALLS]f[CALL_ID]abcdefghi[ARGS]{...}   or   [TOOL_CALLS]f[ARGS]{...}
+//            Both forms are always parsed; ChatFormat::mistral_form says which one to force.
+//  kGeneric  The template takes `tools` but uses no syntax known here. The server forces (with a
+//            grammar, see generic_envelope_schema()) the whole reply to be ONE JSON document:
+//              {"tool_calls": [{"name": "f", "arguments": {...}}, ...]}
+//            or
+//              {"response": "text"}
+//            ({"tool_call": {"name": ..., "arguments": ...}} is accepted too, as llama.cpp's
+//            generic format). The decoded "response" string is the content.
+//  In every JSON call object the arguments key may be "arguments" or "parameters", keys may come
+//  in any order, extra keys ("id") are ignored, and the arguments may be an object or a JSON
+//  string that holds an object ("arguments": "{\"a\": 1}"). Inside explicit markup a call without
+//  arguments gets "{}"; a bare Llama 3 object needs its arguments key to count as a call.
 //
-// Decisions (documented behaviour, identical for parse_message and StreamParser unless noted):
-//  * ToolCall::arguments is the model's own argument text, not re-serialised: the raw JSON object text
-//    from its '{' to the matching '}' (or, for a JSON-string value, the decoded string with outer
-//    whitespace trimmed). Streaming emits exactly that text as fragments, so the concatenated
-//    kToolCallArgs fragments == the final arguments, byte for byte. Parse it with any JSON parser.
-//  * Reasoning (kThinkTags: <think>...</think>, kThinkBrackets: [THINK]...[/THINK]) is recognised only
-//    at the start of the output (after whitespace), or from the first byte with starts_in_reasoning.
-//    A close marker never seen: everything is reasoning (as llama.cpp). Reasoning is trimmed of
-//    surrounding whitespace; content right after the close marker starts at its first non-space.
-//    Markup inside reasoning (e.g. a <tool_call>) stays reasoning text.
+// Decisions (identical for parse_message and StreamParser unless noted):
+//  * ToolCall::arguments is the model's own argument text, not re-serialised: the raw JSON object
+//    text from its '{' to the matching '}' (or, for a JSON-string value, the decoded string with
+//    outer whitespace trimmed). Streaming emits exactly that text as fragments, so the
+//    concatenated kToolCallArgs fragments == the final arguments, byte for byte. It is valid JSON
+//    (parse_message checks); parse it with any JSON parser to get the object.
+//  * Reasoning (kThinkTags: <think>...</think>, kThinkBrackets: [THINK]...[/THINK]) is recognised
+//    only at the start of the output (after whitespace), or from the first byte with
+//    starts_in_reasoning (a repeated open marker there is skipped). A close marker never seen:
+//    everything is reasoning (as llama.cpp). Reasoning is trimmed of surrounding whitespace;
+//    content after the close marker starts at its first non-space. Markup inside reasoning (e.g.
+//    a <tool_call>) stays reasoning text.
 //  * Content is verbatim, except that whitespace right before a tool call and right after one is
-//    dropped. Text around calls stays content (several pieces are concatenated).
-//  * parse_tools == false (the request offered no tools): tool markup is ordinary content, as llama.cpp.
-//    parse_reasoning == false: think markers are ordinary content.
-//  * Malformed markup (not the call shape, bad JSON, depth over kMaxJsonDepth, held text over
-//    kMaxHeldBytes, ...) detected before a call was announced is content, verbatim: never lost, never an
-//    exception. A call is announced (kToolCallStart) once its name is known and its arguments value has
-//    begun; the arguments then stream. If such an announced call turns out truncated or invalid:
-//      - parse_message returns the whole block, from its opening marker to the end of the output, as
-//        content (calls before that block are kept);
-//      - StreamParser cannot take back what it streamed: the call stays, with the arguments received so
-//        far (as the OpenAI API does when max_tokens cuts a call), and text after the failure is
-//        content. This is the only case where the two differ.
+//    dropped. Text around calls stays content (the pieces are concatenated).
+//  * parse_tools == false (the request offered no tools): tool markup is ordinary content, as in
+//    llama.cpp. parse_reasoning == false: reasoning markers are ordinary content.
+//  * Malformed markup (not the call shape, bad JSON structure, depth over kMaxJsonDepth, held text
+//    over kMaxHeldBytes, ...) found before a call was announced is content, verbatim: never lost,
+//    never an exception. A call is announced (kToolCallStart) once its name is known and its
+//    arguments value has begun; its arguments then stream. If an announced call turns out
+//    truncated (end of output inside it) or invalid (arguments not a JSON object):
+//      - parse_message returns that whole block, from its opening marker (and the whitespace
+//        before it) to the end of the output, as content; calls before that block are kept;
+//      - StreamParser cannot take back what it streamed: the call stays, with the arguments
+//        received so far (as the OpenAI API does when max_tokens cuts a call), and text after
+//        the failure is content.
+//    This is the only case where the two differ. A truncated closing marker after complete calls
+//    ("</tool_") is dropped; a missing one is tolerated.
 //  * Call ids are generated, never taken from the model: "call_" + 24 alphanumerics, or 9
 //    alphanumerics for kMistral (its templates require that). ParseOptions::id_seed makes them
 //    reproducible.
-//  * Bounds: nesting depth kMaxJsonDepth, held-back text kMaxHeldBytes; every byte is examined a
-//    bounded number of times, so streaming is O(total length).
+//  * Bounds: nesting depth kMaxJsonDepth, held-back text kMaxHeldBytes, whitespace runs and names
+//    a few hundred bytes; every byte is examined a bounded number of times, so streaming is
+//    O(total length).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace anelm::chat {
 
 enum class ToolSyntax { kNone, kHermes, kLlama3, kMistral, kGeneric };
-enum class ReasoningSyntax { kNone, kThinkTags /* <think>...</think> */, kThinkBrackets /* [THINK]...[/THINK] */ };
+enum class ReasoningSyntax {
+  kNone,
+  kThinkTags /* <think>...</think> */,
+  kThinkBrackets /* [THINK]...[/THINK] */
+};
 // Which Mistral form the template renders (and the server should force); parsing accepts both.
-enum class MistralForm { kJsonArray /* Nemo */, kNameArgs /* [TOOL_CALLS]name[ARGS]{...}: Small 3.2, Devstral, Ministral 3 */ };
+enum class MistralForm {
+  kJsonArray /* Nemo */,
+  kNameArgs /* [TOOL_CALLS]name[ARGS]{...}: Small 3.2, Devstral, Ministral 3 */
+};
 
 struct ChatFormat {
   ToolSyntax tools = ToolSyntax::kNone;
@@ -100,7 +121,7 @@ struct ParsedMessage {
 };
 
 struct ParseOptions {
-  bool parse_tools = true;           // false when the request offered no tools: markup stays content
+  bool parse_tools = true;  // false when the request offered no tools: markup stays content
   bool starts_in_reasoning = false;  // the prompt ended inside an open reasoning block
   bool parse_reasoning = true;       // false: reasoning markers stay content
   std::uint64_t id_seed = 0;         // 0: call ids from std::random_device; else reproducible ids
@@ -110,10 +131,16 @@ inline constexpr int kMaxJsonDepth = 64;
 inline constexpr std::size_t kMaxHeldBytes = 64 * 1024;
 
 // Whole output at once. Never throws on any input.
-ParsedMessage parse_message(std::string_view text, const ChatFormat& format, const ParseOptions& options);
+ParsedMessage parse_message(std::string_view text, const ChatFormat& format,
+                            const ParseOptions& options);
 
 struct Delta {
-  enum class Kind { kContent, kReasoning, kToolCallStart /* index, id, name */, kToolCallArgs /* index, text */ };
+  enum class Kind {
+    kContent,
+    kReasoning,
+    kToolCallStart /* index, id, name */,
+    kToolCallArgs /* index, text */
+  };
   Kind kind = Kind::kContent;
   std::string text;
   int index = 0;
@@ -124,10 +151,15 @@ namespace detail {
 class Machine;
 }
 
-// Incremental parser: feed pieces of generated text in order; each call returns the deltas it made
-// decidable (adjacent deltas of one kind are merged). Only text that may still turn out to be markup
-// is held back (a partial marker, whitespace before a possible call, a call whose name is not known
-// yet). finish() flushes at the end of generation. Never throws on any input.
+// Incremental parser: feed pieces of generated text in order (any split); each call returns the
+// deltas it made decidable (adjacent deltas of one kind are merged). Held back is only text whose
+// role is not decided yet: a partial marker, a whitespace run that may turn out to precede a call
+// or end the reasoning (dropped then), a leading '{' of a Llama 3 / generic reply, and a call block
+// until its name and the start of its arguments are known (bounded by kMaxHeldBytes). finish()
+// flushes at the end of generation; feed() after finish() is ignored. Never throws on any input
+// (std::bad_alloc aside). The kToolCallStart delta of a call carries index, id and name; its
+// kToolCallArgs deltas follow with the same index. The server answers finish_reason "tool_calls"
+// when message().tool_calls is non-empty.
 class StreamParser {
  public:
   StreamParser(ChatFormat format, ParseOptions options);
@@ -146,20 +178,22 @@ class StreamParser {
 // A new call id: "call_" + 24 alphanumerics, or 9 alphanumerics for kMistral.
 std::string make_call_id(ToolSyntax syntax, std::uint64_t& rng_state);
 
-// ---- constrained decoding -------------------------------------------------------------------------
+// ---- Constrained decoding ----
+//
 // What a call looks like as literal text around its JSON payload. The server composes the grammar:
-//   one call:         prefix PAYLOAD suffix
-//   parallel calls:   prefix PAYLOAD (separator PAYLOAD)* suffix      when parallel_in_one_json
-//                     prefix PAYLOAD suffix (separator prefix PAYLOAD suffix)*   otherwise
+//   one call:       prefix PAYLOAD suffix
+//   parallel calls: prefix PAYLOAD (separator PAYLOAD)* suffix   (parallel_in_one_json)
+//                   prefix PAYLOAD suffix (separator prefix PAYLOAD suffix)*   (otherwise)
 // PAYLOAD follows tool_call_payload_schema(). With name_outside_json (Mistral kNameArgs) a call is
-//   prefix NAME name_suffix ARGUMENTS suffix, one alternative per tool, ARGUMENTS following
-//   tool_arguments_schema(tools, NAME).
-// With whole_output_json (kGeneric) the whole reply is one JSON document: use generic_envelope_schema().
+//   prefix NAME name_suffix ARGUMENTS suffix
+// with one alternative per tool, ARGUMENTS following tool_arguments_schema(tools, NAME).
+// With whole_output_json (kGeneric) the whole reply is one JSON document, see
+// generic_envelope_schema().
 struct ToolCallShape {
-  std::string trigger;         // text that opens a call in free generation (lazy tool_choice=auto)
+  std::string trigger;  // text that opens a call in free generation (lazy tool_choice=auto)
   bool trigger_at_start = false;  // the trigger only counts at the start of the reply (Llama 3 '{')
-  std::string prefix, suffix;  // literal text before / after one call's payload
-  std::string separator;       // between parallel calls
+  std::string prefix, suffix;     // literal text before / after one call's payload
+  std::string separator;          // between parallel calls
   bool parallel_in_one_json = false;  // all calls inside one JSON array (Mistral Nemo, generic)
   bool supports_parallel = true;      // the template can render more than one call per turn
   bool name_outside_json = false;     // Mistral kNameArgs
@@ -174,16 +208,18 @@ ToolCallShape tool_call_shape(const ChatFormat& format);
 // accepted too), restricted to `only_name` when non-empty (named tool_choice):
 //   {"type":"object","properties":{"name":{"const":NAME},"arguments":PARAMETERS},
 //    "required":["name","arguments"],"additionalProperties":false}
-// ("parameters" instead of "arguments" for kLlama3); one tool → that object, several → {"anyOf":[...]}.
-// Missing parameters → {"type":"object"}. Throws std::invalid_argument when no tool qualifies.
-nlohmann::json tool_call_payload_schema(ToolSyntax syntax, const nlohmann::json& tools, const std::string& only_name);
-// The parameters schema of tool `name` ({"type":"object"} when it has none). Throws std::invalid_argument
-// when there is no such tool.
+// ("parameters" instead of "arguments" for kLlama3); one tool → that object, several →
+// {"anyOf":[...]}. Missing parameters → {"type":"object"}. Throws std::invalid_argument when no
+// tool qualifies.
+nlohmann::json tool_call_payload_schema(ToolSyntax syntax, const nlohmann::json& tools,
+                                        const std::string& only_name);
+// The parameters schema of tool `name` ({"type":"object"} when it has none). Throws
+// std::invalid_argument when there is no such tool.
 nlohmann::json tool_arguments_schema(const nlohmann::json& tools, const std::string& name);
-// kGeneric's whole-reply schema: {"tool_calls":[PAYLOAD, ...]} (one call only unless `parallel`), or,
-// when allow_response (tool_choice=auto), alternatively {"response": string}.
-nlohmann::json generic_envelope_schema(const nlohmann::json& tools, const std::string& only_name, bool allow_response,
-                                       bool parallel);
+// kGeneric's whole-reply schema: {"tool_calls":[PAYLOAD, ...]} (one call only unless `parallel`),
+// or, when allow_response (tool_choice=auto), alternatively {"response": string}.
+nlohmann::json generic_envelope_schema(const nlohmann::json& tools, const std::string& only_name,
+                                       bool allow_response, bool parallel);
 
 const char* to_string(ToolSyntax syntax);
 const char* to_string(ReasoningSyntax syntax);

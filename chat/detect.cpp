@@ -6,7 +6,9 @@
 namespace anelm::chat {
 namespace {
 
-bool has(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+bool has(std::string_view s, std::string_view needle) {
+  return s.find(needle) != std::string_view::npos;
+}
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -59,15 +61,17 @@ ChatFormat detect_chat_format(std::string_view src) {
   ChatFormat f;
   f.template_accepts_tools = code_references(src, "tools");
 
-  const bool xml_arguments = has(src, "<function=") || has(src, "<parameter=") || has(src, "<arg_key>") ||
-                             has(src, "<invoke") || has(src, "<tool_calls>");
+  const bool xml_arguments = has(src, "<function=") || has(src, "<parameter=") ||
+                             has(src, "<arg_key>") || has(src, "<invoke") ||
+                             has(src, "<tool_calls>");
   const bool json_arguments = has(src, "\"arguments\"") || has(src, "\\\"arguments\\\"");
   if (has(src, "[TOOL_CALLS]")) {
     f.tools = ToolSyntax::kMistral;
     f.mistral_form = has(src, "[ARGS]") ? MistralForm::kNameArgs : MistralForm::kJsonArray;
   } else if (has(src, "<tool_call>") && json_arguments && !xml_arguments) {
     f.tools = ToolSyntax::kHermes;
-  } else if (has(src, "<|start_header_id|>") && (has(src, "<|python_tag|>") || has(src, "\"parameters\"")) &&
+  } else if (has(src, "<|start_header_id|>") &&
+             (has(src, "<|python_tag|>") || has(src, "\"parameters\"")) &&
              !has(src, "<function=") && f.template_accepts_tools) {
     f.tools = ToolSyntax::kLlama3;
   } else if (f.template_accepts_tools) {
@@ -85,30 +89,44 @@ ChatFormat detect_chat_format(std::string_view src) {
 bool prompt_opens_reasoning(std::string_view prompt, const ChatFormat& format) {
   std::string_view open;
   switch (format.reasoning) {
-    case ReasoningSyntax::kNone: return false;
-    case ReasoningSyntax::kThinkTags: open = "<think>"; break;
-    case ReasoningSyntax::kThinkBrackets: open = "[THINK]"; break;
+    case ReasoningSyntax::kNone:
+      return false;
+    case ReasoningSyntax::kThinkTags:
+      open = "<think>";
+      break;
+    case ReasoningSyntax::kThinkBrackets:
+      open = "[THINK]";
+      break;
   }
-  while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back()))) prompt.remove_suffix(1);
+  while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back())))
+    prompt.remove_suffix(1);
   return prompt.size() >= open.size() && prompt.substr(prompt.size() - open.size()) == open;
 }
 
 const char* to_string(ToolSyntax s) {
   switch (s) {
-    case ToolSyntax::kNone: return "none";
-    case ToolSyntax::kHermes: return "hermes";
-    case ToolSyntax::kLlama3: return "llama3";
-    case ToolSyntax::kMistral: return "mistral";
-    case ToolSyntax::kGeneric: return "generic";
+    case ToolSyntax::kNone:
+      return "none";
+    case ToolSyntax::kHermes:
+      return "hermes";
+    case ToolSyntax::kLlama3:
+      return "llama3";
+    case ToolSyntax::kMistral:
+      return "mistral";
+    case ToolSyntax::kGeneric:
+      return "generic";
   }
   return "?";
 }
 
 const char* to_string(ReasoningSyntax s) {
   switch (s) {
-    case ReasoningSyntax::kNone: return "none";
-    case ReasoningSyntax::kThinkTags: return "think_tags";
-    case ReasoningSyntax::kThinkBrackets: return "think_brackets";
+    case ReasoningSyntax::kNone:
+      return "none";
+    case ReasoningSyntax::kThinkTags:
+      return "think_tags";
+    case ReasoningSyntax::kThinkBrackets:
+      return "think_brackets";
   }
   return "?";
 }

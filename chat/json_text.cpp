@@ -54,19 +54,36 @@ StringDecoder::Result StringDecoder::feed(char c, std::string& out) {
     if (high_ != 0 && c != 'u') return Result::kError;
     char decoded = 0;
     switch (c) {
-      case '"': decoded = '"'; break;
-      case '\\': decoded = '\\'; break;
-      case '/': decoded = '/'; break;
-      case 'b': decoded = '\b'; break;
-      case 'f': decoded = '\f'; break;
-      case 'n': decoded = '\n'; break;
-      case 'r': decoded = '\r'; break;
-      case 't': decoded = '\t'; break;
+      case '"':
+        decoded = '"';
+        break;
+      case '\\':
+        decoded = '\\';
+        break;
+      case '/':
+        decoded = '/';
+        break;
+      case 'b':
+        decoded = '\b';
+        break;
+      case 'f':
+        decoded = '\f';
+        break;
+      case 'n':
+        decoded = '\n';
+        break;
+      case 'r':
+        decoded = '\r';
+        break;
+      case 't':
+        decoded = '\t';
+        break;
       case 'u':
         state_ = 2;
         cp_ = 0;
         return Result::kMore;
-      default: return Result::kError;
+      default:
+        return Result::kError;
     }
     state_ = 0;
     out.push_back(decoded);
@@ -92,7 +109,8 @@ StringDecoder::Result StringDecoder::feed(char c, std::string& out) {
   return Result::kMore;
 }
 
-MarkerMatcher::MarkerMatcher(std::string marker) : marker_(std::move(marker)), fail_(marker_.size(), 0) {
+MarkerMatcher::MarkerMatcher(std::string marker)
+    : marker_(std::move(marker)), fail_(marker_.size(), 0) {
   for (std::size_t i = 1, k = 0; i < marker_.size(); ++i) {
     while (k > 0 && marker_[i] != marker_[k]) k = fail_[k - 1];
     if (marker_[i] == marker_[k]) ++k;
@@ -120,7 +138,8 @@ bool MarkerMatcher::step(char c, std::string& text) {
 }  // namespace detail
 
 std::string make_call_id(ToolSyntax syntax, std::uint64_t& state) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   auto next = [&state] {  // splitmix64
     std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

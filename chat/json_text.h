@@ -1,5 +1,5 @@
-// Internal helpers of the chat parsers: byte classes, an incremental JSON string decoder, a one-marker
-// matcher (KMP) and call id generation.
+// Internal helpers of the chat parsers: byte classes, an incremental JSON string decoder, a
+// one-marker matcher (KMP) and call id generation.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,9 @@
 namespace anelm::chat::detail {
 
 inline bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-inline bool is_alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool is_alnum(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 void append_utf8(std::string& out, std::uint32_t cp);
 
@@ -37,8 +39,8 @@ class MarkerMatcher {
   MarkerMatcher() = default;
   explicit MarkerMatcher(std::string marker);
   bool empty() const { return marker_.empty(); }
-  // Feeds c. Returns true when the marker just completed (then nothing is pending); otherwise appends to
-  // `text` the bytes that are now known not to start the marker.
+  // Feeds c. Returns true when the marker just completed (then nothing is pending); otherwise
+  // appends to `text` the bytes that are now known not to start the marker.
   bool step(char c, std::string& text);
   std::string_view pending() const { return std::string_view(marker_).substr(0, k_); }
   void reset() { k_ = 0; }

@@ -1,11 +1,14 @@
-// The output parser: one byte-at-a-time state machine shared by StreamParser and parse_message, so that
-// both take every decision on the same bytes, whatever the chunking (see chat_format.h, "Decisions").
+// The output parser: one byte-at-a-time state machine shared by StreamParser and parse_message, so
+// that both take every decision on the same bytes, whatever the chunking (see chat_format.h,
+// "Decisions").
 //
-// Modes: an optional reasoning prefix check, reasoning, content (with a trigger marker for Hermes and
-// Mistral), a start check (Llama 3 and generic replies, which are calls only when they begin with '{'),
-// and a tool block (a small JSON pushdown reader of call objects).
-// Within a block, every byte that is not streamed as arguments is kept in held_ until a clean point
-// (a call announced, a call or the block complete): on failure held_ is returned as content.
+// Modes: an optional reasoning prefix check, reasoning, content (with a trigger marker for Hermes
+// and Mistral), a start check (Llama 3 and generic replies, which are calls only when they begin
+// with '{'), and a tool block (a small JSON pushdown reader of call objects). Within a block, every
+// byte that is not streamed as arguments is kept in held_ until a clean point (a call announced, a
+// call or the block complete): on failure held_ is returned as content.
+#include <atomic>
+#include <chrono>
 #include <random>
 
 #include "chat/chat_format.h"
@@ -15,10 +18,11 @@ namespace anelm::chat {
 namespace detail {
 namespace {
 
-constexpr std::size_t kMaxWsRun = 1024;        // whitespace held before a possible marker
-constexpr std::size_t kMaxStartBytes = 1024;   // whitespace / ';' held before a possible Llama 3 call
-constexpr std::size_t kMaxNameBytes = 256;     // a function name or an object key
-constexpr std::size_t kMaxCallIdBytes = 64;    // Mistral's [CALL_ID]
+// Whitespace held before a possible marker, and whitespace / ';' before a possible Llama 3 call.
+constexpr std::size_t kMaxWsRun = 1024;
+constexpr std::size_t kMaxStartBytes = 1024;
+constexpr std::size_t kMaxNameBytes = 256;   // a function name or an object key
+constexpr std::size_t kMaxCallIdBytes = 64;  // Mistral's [CALL_ID]
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kArgsMarker = "[ARGS]";
@@ -26,14 +30,29 @@ constexpr std::string_view kCallIdMarker = "[CALL_ID]";
 
 bool is_name_char(char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.' || c == ':'; }
 bool is_primitive_char(char c) { return is_alnum(c) || c == '-' || c == '+' || c == '.'; }
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::uint64_t random_seed() {
+  std::uint64_t seed =
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  try {
+    std::random_device rd;
+    seed ^= (std::uint64_t{rd()} << 32) ^ rd();
+  } catch (...) {  // no entropy source: the clock alone
+  }
+  static std::atomic<std::uint64_t> counter{0};
+  return seed ^ (0x9E3779B97F4A7C15ull * ++counter);
+}
 
 }  // namespace
 
 class Machine {
  public:
   struct Block {
-    std::size_t raw_start = 0;    // offset of the block's first byte (whitespace before its marker included)
+    // Offset of the block's first byte (whitespace before its marker included).
+    std::size_t raw_start = 0;
     std::size_t content_len = 0;  // message content length when the block began
     std::size_t first_call = 0;   // index of its first call
     bool committed = false;       // a call of this block was announced
@@ -41,7 +60,7 @@ class Machine {
   };
 
   Machine(ChatFormat format, ParseOptions options) : fmt_(format), opt_(options) {
-    rng_ = opt_.id_seed != 0 ? opt_.id_seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    rng_ = opt_.id_seed != 0 ? opt_.id_seed : random_seed();
     const bool reasoning = opt_.parse_reasoning && fmt_.reasoning != ReasoningSyntax::kNone;
     if (fmt_.reasoning == ReasoningSyntax::kThinkBrackets) {
       think_open_ = "[THINK]";
@@ -77,8 +96,9 @@ class Machine {
     }
     if (mode_ == Mode::kStartCheck) {
       std::string start = std::move(start_buf_);
-      mode_ = Mode::kContent;
-      detect_ = false;
+      start_buf_.clear();
+      tag_k_ = 0;
+      plain_content();
       replay(start, false, 0);
     }
     if (mode_ == Mode::kBlock) {
@@ -104,7 +124,8 @@ class Machine {
         content_.ws.clear();
         break;
       }
-      default: break;
+      default:
+        break;
     }
     finished_ = true;
   }
@@ -116,26 +137,26 @@ class Machine {
  private:
   enum class Mode { kReasonPrefix, kReasoning, kContent, kStartCheck, kBlock };
   enum class BS {  // block states
-    kOpenWs,         // after a trigger marker
-    kArrayNext,      // after '[' or ',' of a call array
-    kArrayAfter,     // after a call object of a call array
-    kObjKeyOrEnd,    // after '{' or ',' of a call object
-    kObjKey,         // inside a key string
+    kOpenWs,       // after a trigger marker
+    kArrayNext,    // after '[' or ',' of a call array
+    kArrayAfter,   // after a call object of a call array
+    kObjKeyOrEnd,  // after '{' or ',' of a call object
+    kObjKey,       // inside a key string
     kObjColon,
     kObjValue,
     kObjAfterValue,
-    kNameStr,        // inside the "name" string
-    kArgsObj,        // inside the arguments object (raw)
-    kArgsStr,        // inside an arguments string (decoded)
-    kSkipValue,      // inside a value of another key
-    kMName,          // Mistral: [TOOL_CALLS]name
-    kMMarker,        // Mistral: [ARGS] or [CALL_ID]
-    kMCallId,        // Mistral: the id after [CALL_ID]
-    kMArgsWs,        // Mistral: after [ARGS]
-    kEnvKeyStart,    // generic envelope: after '{'
-    kRespStr,        // generic envelope: inside "response"
-    kEnvEnd,         // generic envelope: before its '}'
-    kTrailer,        // Hermes: before </tool_call>
+    kNameStr,      // inside the "name" string
+    kArgsObj,      // inside the arguments object (raw)
+    kArgsStr,      // inside an arguments string (decoded)
+    kSkipValue,    // inside a value of another key
+    kMName,        // Mistral: [TOOL_CALLS]name
+    kMMarker,      // Mistral: [ARGS] or [CALL_ID]
+    kMCallId,      // Mistral: the id after [CALL_ID]
+    kMArgsWs,      // Mistral: after [ARGS]
+    kEnvKeyStart,  // generic envelope: after '{'
+    kRespStr,      // generic envelope: inside "response"
+    kEnvEnd,       // generic envelope: before its '}'
+    kTrailer,      // Hermes: before </tool_call>
   };
   enum class Ctx { kSingle, kArray, kEnvSingle };  // where the current call object sits
 
@@ -149,7 +170,8 @@ class Machine {
     std::string ws;
   };
 
-  // ---- output ---------------------------------------------------------------------------------------
+  // ---- output
+  // ---------------------------------------------------------------------------------------
   void emit(Delta::Kind kind, std::string_view text, int index = 0) {
     if (text.empty()) return;
     if (!out_.empty() && out_.back().kind == kind && out_.back().index == index) {
@@ -162,10 +184,17 @@ class Machine {
       out_.push_back(std::move(d));
     }
     switch (kind) {
-      case Delta::Kind::kContent: msg_.content.append(text); break;
-      case Delta::Kind::kReasoning: msg_.reasoning.append(text); break;
-      case Delta::Kind::kToolCallArgs: msg_.tool_calls[static_cast<std::size_t>(index)].arguments.append(text); break;
-      case Delta::Kind::kToolCallStart: break;
+      case Delta::Kind::kContent:
+        msg_.content.append(text);
+        break;
+      case Delta::Kind::kReasoning:
+        msg_.reasoning.append(text);
+        break;
+      case Delta::Kind::kToolCallArgs:
+        msg_.tool_calls[static_cast<std::size_t>(index)].arguments.append(text);
+        break;
+      case Delta::Kind::kToolCallStart:
+        break;
     }
   }
 
@@ -204,7 +233,8 @@ class Machine {
     if (with_current) process(current);
   }
 
-  // ---- modes ----------------------------------------------------------------------------------------
+  // ---- modes
+  // ----------------------------------------------------------------------------------------
   void enter_content(bool at_start) {
     content_ = Sink(Delta::Kind::kContent);
     content_.at_start = at_start;
@@ -240,11 +270,16 @@ class Machine {
 
   void process(char c) {
     switch (mode_) {
-      case Mode::kReasonPrefix: return reason_prefix(c);
-      case Mode::kReasoning: return reasoning(c);
-      case Mode::kContent: return content(c);
-      case Mode::kStartCheck: return start_check(c);
-      case Mode::kBlock: return block(c);
+      case Mode::kReasonPrefix:
+        return reason_prefix(c);
+      case Mode::kReasoning:
+        return reasoning(c);
+      case Mode::kContent:
+        return content(c);
+      case Mode::kStartCheck:
+        return start_check(c);
+      case Mode::kBlock:
+        return block(c);
     }
   }
 
@@ -302,8 +337,8 @@ class Machine {
     }
   }
 
-  // Llama 3 and generic: a call (envelope) only when the reply, or what follows a Llama 3 call, begins
-  // with '{' (after whitespace, ';' between Llama 3 calls, and <|python_tag|>).
+  // Llama 3 and generic: a call (envelope) only when the reply, or what follows a Llama 3 call,
+  // begins with '{' (after whitespace, ';' between Llama 3 calls, and <|python_tag|>).
   void start_check(char c) {
     const bool llama = tools_ == ToolSyntax::kLlama3;
     if (tag_k_ > 0) {
@@ -340,7 +375,8 @@ class Machine {
     replay(start, true, c);
   }
 
-  // ---- blocks ---------------------------------------------------------------------------------------
+  // ---- blocks
+  // ---------------------------------------------------------------------------------------
   void begin_block(std::string held) {
     Block b;
     b.raw_start = pos_ - held.size();
@@ -395,7 +431,6 @@ class Machine {
     name_.clear();
     have_name_ = false;
     args_seen_ = false;
-    args_done_ = false;
     committed_ = false;
     name_args_ = false;
     callid_len_ = 0;
@@ -436,7 +471,8 @@ class Machine {
     if (!have_name_) return false;
     if (!committed_) {
       if (!args_seen_) {
-        if (tools_ == ToolSyntax::kLlama3) return false;  // bare JSON: without arguments it is not a call
+        if (tools_ == ToolSyntax::kLlama3)
+          return false;  // bare JSON: without arguments it is not a call
         args_buf_ = "{}";
       }
       commit();
@@ -445,7 +481,9 @@ class Machine {
     return true;
   }
 
-  bool in_streamed_args() const { return committed_ && (bs_ == BS::kArgsObj || bs_ == BS::kArgsStr); }
+  bool in_streamed_args() const {
+    return committed_ && (bs_ == BS::kArgsObj || bs_ == BS::kArgsStr);
+  }
 
   void block(char c) {
     const bool held = !in_streamed_args();
@@ -783,7 +821,6 @@ class Machine {
   }
 
   bool args_end() {
-    args_done_ = true;
     if (name_args_) {  // [TOOL_CALLS]name[ARGS]{...}: the call ends with its arguments
       if (!finish_call()) return false;
       end_block();
@@ -796,9 +833,14 @@ class Machine {
   bool object_end() {
     if (!finish_call()) return false;
     switch (ctx_) {
-      case Ctx::kArray: bs_ = BS::kArrayAfter; return true;
-      case Ctx::kEnvSingle: bs_ = BS::kEnvEnd; return true;
-      case Ctx::kSingle: break;
+      case Ctx::kArray:
+        bs_ = BS::kArrayAfter;
+        return true;
+      case Ctx::kEnvSingle:
+        bs_ = BS::kEnvEnd;
+        return true;
+      case Ctx::kSingle:
+        break;
     }
     if (tools_ == ToolSyntax::kHermes) {
       trailer_k_ = 0;
@@ -818,8 +860,12 @@ class Machine {
         trailer_buf_.clear();
         bs_ = BS::kTrailer;
         return true;
-      case ToolSyntax::kGeneric: bs_ = BS::kEnvEnd; return true;
-      default: end_block(); return true;
+      case ToolSyntax::kGeneric:
+        bs_ = BS::kEnvEnd;
+        return true;
+      default:
+        end_block();
+        return true;
     }
   }
 
@@ -858,7 +904,6 @@ class Machine {
   std::string name_;
   bool have_name_ = false;
   bool args_seen_ = false;
-  bool args_done_ = false;
   bool committed_ = false;
   int index_ = 0;
   std::string args_buf_;
@@ -895,19 +940,21 @@ std::vector<Delta> StreamParser::finish() {
 
 const ParsedMessage& StreamParser::message() const { return machine_->message(); }
 
-ParsedMessage parse_message(std::string_view text, const ChatFormat& format, const ParseOptions& options) {
+ParsedMessage parse_message(std::string_view text, const ChatFormat& format,
+                            const ParseOptions& options) {
   detail::Machine m(format, options);
   m.feed(text);
   m.finish();
   ParsedMessage msg = m.message();
-  // Strict where streaming cannot be: the first block with an announced call that did not complete, or
-  // with arguments that are not a JSON object, is content from its first byte to the end.
+  // Strict where streaming cannot be: the first block with an announced call that did not complete,
+  // or with arguments that are not a JSON object, is content from its first byte to the end.
   const auto& blocks = m.blocks();
   for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
     const auto& b = blocks[bi];
     if (!b.committed) continue;
     bool bad = !b.ok;
-    const std::size_t end_call = bi + 1 < blocks.size() ? blocks[bi + 1].first_call : msg.tool_calls.size();
+    const std::size_t end_call =
+        bi + 1 < blocks.size() ? blocks[bi + 1].first_call : msg.tool_calls.size();
     for (std::size_t i = b.first_call; !bad && i < end_call; ++i) {
       const auto& args = msg.tool_calls[i].arguments;
       const auto first = args.find_first_not_of(" \t\r\n");

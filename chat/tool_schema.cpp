@@ -1,4 +1,5 @@
-// Constrained decoding support: a call's literal shape per syntax and the JSON Schema of its payload.
+// Constrained decoding support: a call's literal shape per syntax and the JSON Schema of its
+// payload.
 #include <stdexcept>
 
 #include "chat/chat_format.h"
@@ -26,7 +27,8 @@ json parameters_of(const json& fn) {
 
 constexpr std::string_view kArgsMarker = "[ARGS]";
 
-ToolCallShape make_shape(std::string trigger, std::string prefix, std::string suffix, std::string separator) {
+ToolCallShape make_shape(std::string trigger, std::string prefix, std::string suffix,
+                         std::string separator) {
   ToolCallShape s;
   s.trigger = std::move(trigger);
   s.prefix = std::move(prefix);
@@ -96,8 +98,9 @@ json tool_call_payload_schema(ToolSyntax syntax, const json& tools, const std::s
     }
   }
   if (alternatives.empty()) {
-    throw std::invalid_argument(only_name.empty() ? "no function tools to call"
-                                                  : "tool_choice names an unknown function: " + only_name);
+    throw std::invalid_argument(only_name.empty()
+                                    ? "no function tools to call"
+                                    : "tool_choice names an unknown function: " + only_name);
   }
   if (alternatives.size() == 1) return alternatives[0];
   return json{{"anyOf", alternatives}};
@@ -113,7 +116,8 @@ json tool_arguments_schema(const json& tools, const std::string& name) {
   throw std::invalid_argument("unknown function: " + name);
 }
 
-json generic_envelope_schema(const json& tools, const std::string& only_name, bool allow_response, bool parallel) {
+json generic_envelope_schema(const json& tools, const std::string& only_name, bool allow_response,
+                             bool parallel) {
   json calls = {{"type", "array"},
                 {"items", tool_call_payload_schema(ToolSyntax::kGeneric, tools, only_name)},
                 {"minItems", 1}};

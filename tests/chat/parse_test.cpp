@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "chat/chat_format.h"
 #include "tests/chat/stream_check.h"
@@ -16,7 +16,8 @@ using testing::expect_parse_and_stream;
 using testing::expect_stream_equals;
 using testing::run_stream;
 
-ParsedMessage msg(std::string reasoning, std::string content, std::vector<std::pair<std::string, std::string>> calls = {}) {
+ParsedMessage msg(std::string reasoning, std::string content,
+                  std::vector<std::pair<std::string, std::string>> calls = {}) {
   ParsedMessage m;
   m.reasoning = std::move(reasoning);
   m.content = std::move(content);
@@ -32,7 +33,8 @@ ChatFormat fmt(ToolSyntax tools, ReasoningSyntax reasoning = ReasoningSyntax::kN
   return f;
 }
 
-ParseOptions opts(bool parse_tools = true, bool starts_in_reasoning = false, bool parse_reasoning = true) {
+ParseOptions opts(bool parse_tools = true, bool starts_in_reasoning = false,
+                  bool parse_reasoning = true) {
   ParseOptions o;
   o.parse_tools = parse_tools;
   o.starts_in_reasoning = starts_in_reasoning;
@@ -49,10 +51,12 @@ const ChatFormat kGeneric = fmt(ToolSyntax::kGeneric);
 const ChatFormat kR1 = fmt(ToolSyntax::kNone, ReasoningSyntax::kThinkTags);
 
 const std::string kWeatherCall =
-    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>";
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
+    "\"celsius\"}}\n</tool_call>";
 const std::string kWeatherArgs = "{\"city\": \"Paris\", \"unit\": \"celsius\"}";
 
-// ---- Hermes (Qwen2.5 / Qwen3 / QwQ / Hermes) ---------------------------------------------------------
+// ---- Hermes (Qwen2.5 / Qwen3 / QwQ / Hermes)
+// ---------------------------------------------------------
 
 TEST(HermesParse, ContentOnly) {
   expect_parse_and_stream("Hello! How can I help you today?", kQwen25, opts(),
@@ -65,20 +69,24 @@ TEST(HermesParse, ContentKeepsWhitespaceAndLookalikes) {
 }
 
 TEST(HermesParse, OneCall) {
-  expect_parse_and_stream(kWeatherCall, kQwen25, opts(), msg("", "", {{"get_weather", kWeatherArgs}}));
+  expect_parse_and_stream(kWeatherCall, kQwen25, opts(),
+                          msg("", "", {{"get_weather", kWeatherArgs}}));
 }
 
 TEST(HermesParse, TwoParallelCalls) {
   const std::string text =
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Rome\"}}\n</tool_call>\n"
       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 3, \"b\": 4}}\n</tool_call>";
-  expect_parse_and_stream(text, kQwen25, opts(),
-                          msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
+  expect_parse_and_stream(
+      text, kQwen25, opts(),
+      msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
 }
 
 TEST(HermesParse, TextBeforeCall) {
-  expect_parse_and_stream("Let me check the weather for you.\n\n" + kWeatherCall, kQwen25, opts(),
-                          msg("", "Let me check the weather for you.", {{"get_weather", kWeatherArgs}}));
+  expect_parse_and_stream(
+      "Let me check the weather for you.\n\n" + kWeatherCall, kQwen25, opts(),
+      msg("", "Let me check the weather for you.", {{"get_weather", kWeatherArgs}}));
 }
 
 TEST(HermesParse, TextAfterCallIsContent) {
@@ -87,12 +95,14 @@ TEST(HermesParse, TextAfterCallIsContent) {
 }
 
 TEST(HermesParse, ReasoningThenContent) {
-  expect_parse_and_stream("<think>\nThe user greets me. I should greet back.\n</think>\n\nHello there!", kQwen3, opts(),
-                          msg("The user greets me. I should greet back.", "Hello there!"));
+  expect_parse_and_stream(
+      "<think>\nThe user greets me. I should greet back.\n</think>\n\nHello there!", kQwen3, opts(),
+      msg("The user greets me. I should greet back.", "Hello there!"));
 }
 
 TEST(HermesParse, ReasoningThenCall) {
-  expect_parse_and_stream("<think>\nI need the weather tool.\n</think>\n\n" + kWeatherCall, kQwen3, opts(),
+  expect_parse_and_stream("<think>\nI need the weather tool.\n</think>\n\n" + kWeatherCall, kQwen3,
+                          opts(),
                           msg("I need the weather tool.", "", {{"get_weather", kWeatherArgs}}));
 }
 
@@ -111,10 +121,11 @@ TEST(HermesParse, UnclosedReasoningIsAllReasoning) {
 }
 
 TEST(HermesParse, StartsInReasoning) {  // QwQ: the prompt ends with "<think>\n"
-  expect_parse_and_stream("Okay, 2+2.\nThat is 4.\n</think>\n\nThe answer is 4.", kQwen3, opts(true, true),
-                          msg("Okay, 2+2.\nThat is 4.", "The answer is 4."));
+  expect_parse_and_stream("Okay, 2+2.\nThat is 4.\n</think>\n\nThe answer is 4.", kQwen3,
+                          opts(true, true), msg("Okay, 2+2.\nThat is 4.", "The answer is 4."));
   // A model that repeats the open marker anyway.
-  expect_parse_and_stream("<think>\nOkay.\n</think>\nFour.", kQwen3, opts(true, true), msg("Okay.", "Four."));
+  expect_parse_and_stream("<think>\nOkay.\n</think>\nFour.", kQwen3, opts(true, true),
+                          msg("Okay.", "Four."));
 }
 
 TEST(HermesParse, ReasoningNotParsed) {
@@ -128,7 +139,8 @@ TEST(HermesParse, ToolsNotOfferedKeepsMarkupAsContent) {
 
 TEST(HermesParse, Unicode) {
   const std::string text =
-      "Voilà : «naïve café» — 日本語 😀\n<tool_call>\n{\"name\": \"translate\", \"arguments\": {\"text\": \"日本語 😀\", "
+      "Voilà : «naïve café» — 日本語 😀\n<tool_call>\n{\"name\": \"translate\", \"arguments\": "
+      "{\"text\": \"日本語 😀\", "
       "\"to\": \"fr\"}}\n</tool_call>";
   expect_parse_and_stream(text, kQwen25, opts(),
                           msg("", "Voilà : «naïve café» — 日本語 😀",
@@ -137,16 +149,19 @@ TEST(HermesParse, Unicode) {
 
 TEST(HermesParse, NestedArgumentsWithBracesAndEscapedQuotes) {
   const std::string args =
-      "{\"code\": \"if (x) { return \\\"}\\\"; } // </tool_call>\", \"nested\": {\"a\": [1, {\"b\": \"{{[\"}], "
+      "{\"code\": \"if (x) { return \\\"}\\\"; } // </tool_call>\", \"nested\": {\"a\": [1, "
+      "{\"b\": \"{{[\"}], "
       "\"c\": {}}, \"path\": \"C:\\\\dir\\\\\"}";
   ASSERT_TRUE(nlohmann::json::accept(args));
-  const std::string text = "<tool_call>\n{\"name\": \"run\", \"arguments\": " + args + "}\n</tool_call>";
+  const std::string text =
+      "<tool_call>\n{\"name\": \"run\", \"arguments\": " + args + "}\n</tool_call>";
   expect_parse_and_stream(text, kQwen25, opts(), msg("", "", {{"run", args}}));
 }
 
 TEST(HermesParse, ArgumentsAsJsonString) {
   const std::string text =
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Par\\u00eds\\\", \\\"n\\\": "
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": "
+      "\\\"Par\\u00eds\\\", \\\"n\\\": "
       "\\\"\\\\\\\"q\\\\\\\"\\\"} \\n\"}\n</tool_call>";
   const std::string args = "{\"city\": \"París\", \"n\": \"\\\"q\\\"\"}";
   ASSERT_TRUE(nlohmann::json::accept(args));
@@ -155,15 +170,17 @@ TEST(HermesParse, ArgumentsAsJsonString) {
 
 TEST(HermesParse, KeysInAnyOrderAndExtraKeys) {
   const std::string text =
-      "<tool_call>\n{\"id\": \"x1\", \"arguments\": {\"a\": [1, 2]}, \"extra\": null, \"name\": \"sum\"}\n</tool_call>";
+      "<tool_call>\n{\"id\": \"x1\", \"arguments\": {\"a\": [1, 2]}, \"extra\": null, \"name\": "
+      "\"sum\"}\n</tool_call>";
   expect_parse_and_stream(text, kQwen25, opts(), msg("", "", {{"sum", "{\"a\": [1, 2]}"}}));
 }
 
 TEST(HermesParse, CompactAndArrayForms) {
-  expect_parse_and_stream("<tool_call>{\"name\":\"now\",\"arguments\":{}}</tool_call>", kQwen25, opts(),
-                          msg("", "", {{"now", "{}"}}));
+  expect_parse_and_stream("<tool_call>{\"name\":\"now\",\"arguments\":{}}</tool_call>", kQwen25,
+                          opts(), msg("", "", {{"now", "{}"}}));
   expect_parse_and_stream(
-      "<tool_call>\n[{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]\n</tool_call>",
+      "<tool_call>\n[{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", "
+      "\"arguments\": {}}]\n</tool_call>",
       kQwen25, opts(), msg("", "", {{"a", "{\"x\": 1}"}, {"b", "{}"}}));
   // No arguments at all: an empty object.
   expect_parse_and_stream("<tool_call>\n{\"name\": \"now\"}\n</tool_call>", kQwen25, opts(),
@@ -171,10 +188,10 @@ TEST(HermesParse, CompactAndArrayForms) {
 }
 
 TEST(HermesParse, MissingCloseTagTolerated) {
-  expect_parse_and_stream("<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\nDone.", kQwen25, opts(),
-                          msg("", "Done.", {{"now", "{}"}}));
-  expect_parse_and_stream("<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_", kQwen25, opts(),
-                          msg("", "", {{"now", "{}"}}));
+  expect_parse_and_stream("<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\nDone.", kQwen25,
+                          opts(), msg("", "Done.", {{"now", "{}"}}));
+  expect_parse_and_stream("<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_", kQwen25,
+                          opts(), msg("", "", {{"now", "{}"}}));
 }
 
 TEST(HermesParse, MalformedCallStaysContent) {
@@ -187,7 +204,8 @@ TEST(HermesParse, MalformedCallStaysContent) {
            "<tool_call>\n{\"name\": \"f\", \"arguments\": \"not json\"}\n</tool_call>",
            "Sure.\n<tool_call>\n```json\n{}\n```",
        }) {
-    expect_parse_and_stream(text, kQwen25, opts(), msg("", text), false);  // verbatim, whitespace included
+    expect_parse_and_stream(text, kQwen25, opts(), msg("", text),
+                            false);  // verbatim, whitespace included
   }
 }
 
@@ -201,29 +219,36 @@ TEST(HermesParse, TruncatedBeforeTheCallIsAnnouncedStaysContent) {
 }
 
 TEST(HermesParse, TruncatedInsideArguments) {
-  // parse_message: the whole block is content. Streaming: the announced call stays, with what it got.
-  const std::string text = "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par";
+  // parse_message: the whole block is content. Streaming: the announced call stays, with what it
+  // got.
+  const std::string text =
+      "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par";
   const ParsedMessage parsed = parse_message(text, kQwen25, opts());
   EXPECT_EQ(parsed.content, text);
   EXPECT_TRUE(parsed.tool_calls.empty());
-  expect_stream_equals(text, kQwen25, opts(), msg("", "Checking.", {{"get_weather", "{\"city\": \"Par"}}), true);
+  expect_stream_equals(text, kQwen25, opts(),
+                       msg("", "Checking.", {{"get_weather", "{\"city\": \"Par"}}), true);
 }
 
 TEST(HermesParse, InvalidArgumentsJsonRevertsOnlyInParse) {
   const std::string text =
-      "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\nx\n<tool_call>\n{\"name\": \"b\", "
+      "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\nx\n<tool_call>\n{\"name\": "
+      "\"b\", "
       "\"arguments\": {\"v\": tru}}\n</tool_call>";
   const ParsedMessage parsed = parse_message(text, kQwen25, opts());
   ASSERT_EQ(parsed.tool_calls.size(), 1u);
   EXPECT_EQ(parsed.tool_calls[0].name, "a");
-  EXPECT_EQ(parsed.content, "x\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"v\": tru}}\n</tool_call>");
-  expect_stream_equals(text, kQwen25, opts(), msg("", "x", {{"a", "{}"}, {"b", "{\"v\": tru}"}}), true);
+  EXPECT_EQ(parsed.content,
+            "x\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"v\": tru}}\n</tool_call>");
+  expect_stream_equals(text, kQwen25, opts(), msg("", "x", {{"a", "{}"}, {"b", "{\"v\": tru}"}}),
+                       true);
 }
 
 TEST(HermesParse, DepthIsBounded) {
   std::string deep;
   for (int i = 0; i < kMaxJsonDepth + 5; ++i) deep += "[";
-  const std::string text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": " + deep + "}}\n</tool_call>";
+  const std::string text =
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": " + deep + "}}\n</tool_call>";
   const ParsedMessage parsed = parse_message(text, kQwen25, opts());
   EXPECT_TRUE(parsed.tool_calls.empty());
   EXPECT_EQ(parsed.content, text);
@@ -231,14 +256,15 @@ TEST(HermesParse, DepthIsBounded) {
   std::string ok_open, ok_close;
   for (int i = 0; i < kMaxJsonDepth - 2; ++i) ok_open += "[", ok_close += "]";
   const std::string args = "{\"x\": " + ok_open + ok_close + "}";
-  const ParsedMessage fine = parse_message("<tool_call>{\"name\": \"f\", \"arguments\": " + args + "}</tool_call>",
-                                           kQwen25, opts());
+  const ParsedMessage fine = parse_message(
+      "<tool_call>{\"name\": \"f\", \"arguments\": " + args + "}</tool_call>", kQwen25, opts());
   ASSERT_EQ(fine.tool_calls.size(), 1u);
   EXPECT_EQ(fine.tool_calls[0].arguments, args);
 }
 
 TEST(HermesParse, HeldTextIsBounded) {
-  // A block whose name never comes: held until kMaxHeldBytes, then released as content, before the end.
+  // A block whose name never comes: held until kMaxHeldBytes, then released as content, before the
+  // end.
   StreamParser p(kQwen25, opts());
   std::string junk = "<tool_call>\n{\"note\": \"" + std::string(kMaxHeldBytes + 100, 'a');
   std::size_t streamed = 0;
@@ -250,23 +276,36 @@ TEST(HermesParse, HeldTextIsBounded) {
   EXPECT_EQ(p.message().content, junk);
 }
 
-TEST(HermesParse, StreamingIsLinear) {
-  // 2 MB of content and a call with 2 MB of arguments, fed byte by byte.
-  std::string content(2 << 20, 'x');
+// n bytes of content and a call with n bytes of arguments, fed byte by byte; seconds taken (best of
+// 2).
+double stream_seconds(std::size_t n) {
+  std::string content(n, 'x');
   for (std::size_t i = 0; i < content.size(); i += 80) content[i] = ' ';
-  std::string big = "{\"data\": \"";
-  big.append(2 << 20, 'y');
-  big += "\"}";
-  const std::string text = content + "<tool_call>\n{\"name\": \"store\", \"arguments\": " + big + "}\n</tool_call>";
-  const auto t0 = std::chrono::steady_clock::now();
-  StreamParser p(kQwen25, opts());
-  for (char c : text) p.feed(std::string_view(&c, 1));
-  p.finish();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_EQ(p.message().tool_calls.size(), 1u);
-  EXPECT_EQ(p.message().tool_calls[0].arguments, big);
-  EXPECT_EQ(p.message().content.size(), content.size() - 0);
-  EXPECT_LT(secs, 5.0);
+  std::string big =
+      "{\"data\": \"" + std::string(n, 'y') + "\", \"more\": [" + std::string(n / 4, '1') + "]}";
+  const std::string text =
+      content + "<tool_call>\n{\"name\": \"store\", \"arguments\": " + big + "}\n</tool_call>";
+  double best = 1e9;
+  for (int rep = 0; rep < 2; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    StreamParser p(kQwen25, opts());
+    for (char c : text) p.feed(std::string_view(&c, 1));
+    p.finish();
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    EXPECT_EQ(p.message().tool_calls.size(), 1u);
+    if (p.message().tool_calls.size() == 1) {
+      EXPECT_EQ(p.message().tool_calls[0].arguments, big);
+    }
+    EXPECT_EQ(p.message().content, content);
+  }
+  return best;
+}
+
+TEST(HermesParse, StreamingIsLinear) {
+  const double small = stream_seconds(1 << 18);
+  const double large = stream_seconds(1 << 20);  // 4x the text: linear ~4x, quadratic ~16x
+  EXPECT_LT(large, 8 * small + 0.05) << small << " s vs " << large << " s";
 }
 
 TEST(HermesParse, MarkerSplitHoldsBackOnlyThePrefix) {
@@ -298,19 +337,21 @@ TEST(HermesParse, IdsAreReproducibleWithSeed) {
   EXPECT_TRUE(testing::valid_call_id(c.tool_calls[0].id, ToolSyntax::kHermes));
 }
 
-// ---- DeepSeek-R1 distills: reasoning only -----------------------------------------------------------
+// ---- DeepSeek-R1 distills: reasoning only
+// -----------------------------------------------------------
 
 TEST(ThinkParse, DeepSeekR1Distill) {
-  expect_parse_and_stream("Okay, so the user asks 2+2. That's 4.\n</think>\n\n**4**", kR1, opts(true, true),
-                          msg("Okay, so the user asks 2+2. That's 4.", "**4**"));
+  expect_parse_and_stream("Okay, so the user asks 2+2. That's 4.\n</think>\n\n**4**", kR1,
+                          opts(true, true), msg("Okay, so the user asks 2+2. That's 4.", "**4**"));
   expect_parse_and_stream("Hmm, still going", kR1, opts(true, true), msg("Hmm, still going", ""));
   expect_parse_and_stream("", kR1, opts(true, true), msg("", ""));
 }
 
 TEST(ThinkParse, Brackets) {
   const ChatFormat magistral = fmt(ToolSyntax::kMistral, ReasoningSyntax::kThinkBrackets);
-  expect_parse_and_stream("[THINK]Need weather.[/THINK][TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}", magistral,
-                          opts(), msg("Need weather.", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
+  expect_parse_and_stream(
+      "[THINK]Need weather.[/THINK][TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}", magistral,
+      opts(), msg("Need weather.", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
 }
 
 TEST(ThinkParse, PromptOpensReasoning) {
@@ -320,39 +361,46 @@ TEST(ThinkParse, PromptOpensReasoning) {
   EXPECT_FALSE(prompt_opens_reasoning("<think>\n", kQwen25));
 }
 
-// ---- Llama 3.x ---------------------------------------------------------------------------------------
+// ---- Llama 3.x
+// ---------------------------------------------------------------------------------------
 
 TEST(Llama3Parse, ContentOnly) {
-  expect_parse_and_stream("The weather in Paris is sunny.", kLlama, opts(), msg("", "The weather in Paris is sunny."));
+  expect_parse_and_stream("The weather in Paris is sunny.", kLlama, opts(),
+                          msg("", "The weather in Paris is sunny."));
 }
 
 TEST(Llama3Parse, OneCall) {
-  expect_parse_and_stream("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", kLlama, opts(),
-                          msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
+  expect_parse_and_stream("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+                          kLlama, opts(), msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
 }
 
 TEST(Llama3Parse, PythonTagAndWhitespace) {
-  expect_parse_and_stream("\n<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", kLlama,
-                          opts(), msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
+  expect_parse_and_stream(
+      "\n<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", kLlama,
+      opts(), msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
 }
 
 TEST(Llama3Parse, SemicolonSeparatedCalls) {
   expect_parse_and_stream(
-      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}; {\"name\": \"add\", \"parameters\": {\"a\": 3, "
+      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}; {\"name\": \"add\", "
+      "\"parameters\": {\"a\": 3, "
       "\"b\": 4}}",
-      kLlama, opts(), msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
+      kLlama, opts(),
+      msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
 }
 
 TEST(Llama3Parse, JsonThatIsNotACallIsContent) {
-  for (const std::string text : {"{\"answer\": 42}", "{\"name\": \"Bob\", \"age\": 3}", "  {oops", "{\"name\": \"x\"",
-                                 "Here: {\"name\": \"get_weather\", \"parameters\": {}}", "<|python_tag|>print(1)"}) {
+  for (const std::string text :
+       {"{\"answer\": 42}", "{\"name\": \"Bob\", \"age\": 3}", "  {oops", "{\"name\": \"x\"",
+        "Here: {\"name\": \"get_weather\", \"parameters\": {}}", "<|python_tag|>print(1)"}) {
     expect_parse_and_stream(text, kLlama, opts(), msg("", text), false);
   }
 }
 
 TEST(Llama3Parse, Unicode) {
-  expect_parse_and_stream("{\"name\": \"translate\", \"parameters\": {\"text\": \"«naïve» 日本語 😀\"}}", kLlama, opts(),
-                          msg("", "", {{"translate", "{\"text\": \"«naïve» 日本語 😀\"}"}}));
+  expect_parse_and_stream(
+      "{\"name\": \"translate\", \"parameters\": {\"text\": \"«naïve» 日本語 😀\"}}", kLlama, opts(),
+      msg("", "", {{"translate", "{\"text\": \"«naïve» 日本語 😀\"}"}}));
 }
 
 TEST(Llama3Parse, TextAfterCall) {
@@ -360,68 +408,94 @@ TEST(Llama3Parse, TextAfterCall) {
                           msg("", "That is all.", {{"now", "{}"}}));
 }
 
-// ---- Mistral ------------------------------------------------------------------------------------------
+TEST(Llama3Parse, VerbatimTextAndPartialMarkers) {
+  for (const std::string text : {"\n\nHello there", "Hi <|python_", "<|python_tag|>", "  ", ""}) {
+    expect_parse_and_stream(text, kLlama, opts(), msg("", text), false);
+  }
+  // Tools not offered: a call-shaped reply is content.
+  const std::string call = "{\"name\": \"now\", \"parameters\": {}}";
+  expect_parse_and_stream(call, kLlama, opts(false), msg("", call), false);
+}
+
+// ---- Mistral
+// ------------------------------------------------------------------------------------------
 
 TEST(MistralParse, NemoArray) {
   expect_parse_and_stream(
-      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"aB3dE6gH9\"}]", kMistral,
-      opts(), msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
+      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": "
+      "\"aB3dE6gH9\"}]",
+      kMistral, opts(), msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
 }
 
 TEST(MistralParse, NemoParallel) {
   expect_parse_and_stream(
-      "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}, {\"name\": \"add\", "
+      "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}, {\"name\": "
+      "\"add\", "
       "\"arguments\": {\"a\": 3, \"b\": 4}}]",
-      kMistral, opts(), msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
+      kMistral, opts(),
+      msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
 }
 
 TEST(MistralParse, NameArgsForms) {
   expect_parse_and_stream("[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}", kMistral, opts(),
                           msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
-  expect_parse_and_stream("[TOOL_CALLS]get_weather[CALL_ID]aB3dE6gH9[ARGS]{\"city\": \"Paris\"}", kMistral, opts(),
+  expect_parse_and_stream("[TOOL_CALLS]get_weather[CALL_ID]aB3dE6gH9[ARGS]{\"city\": \"Paris\"}",
+                          kMistral, opts(),
                           msg("", "", {{"get_weather", "{\"city\": \"Paris\"}"}}));
   expect_parse_and_stream(
-      "I'll look both up.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}[TOOL_CALLS]add[ARGS]{\"a\": 3, \"b\": 4}",
+      "I'll look both up.[TOOL_CALLS]get_weather[ARGS]{\"city\": "
+      "\"Rome\"}[TOOL_CALLS]add[ARGS]{\"a\": 3, \"b\": 4}",
       kMistral, opts(),
-      msg("", "I'll look both up.", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
+      msg("", "I'll look both up.",
+          {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
 }
 
 TEST(MistralParse, ContentAndMalformed) {
   expect_parse_and_stream("Bonjour ! Comment puis-je vous aider ? 😀", kMistral, opts(),
                           msg("", "Bonjour ! Comment puis-je vous aider ? 😀"));
-  for (const std::string text : {"[TOOL_CALLS] I cannot do that.", "[TOOL_CALLS]get weather[ARGS]{}",
-                                 "[TOOL_CALLS]f[ARG]{}", "[TOOL_CALLS][{\"name\": \"f\"", "[TOOL_CALLS]"}) {
+  for (const std::string text :
+       {"[TOOL_CALLS] I cannot do that.", "[TOOL_CALLS]get weather[ARGS]{}", "[TOOL_CALLS]f[ARG]{}",
+        "[TOOL_CALLS][{\"name\": \"f\"", "[TOOL_CALLS]"}) {
     expect_parse_and_stream(text, kMistral, opts(), msg("", text), false);
   }
 }
 
 TEST(MistralParse, NestedArguments) {
   const std::string args = "{\"q\": \"a \\\"}]\\\" b\", \"l\": [{\"m\": {}}, \"[ARGS]\"]}";
-  expect_parse_and_stream("[TOOL_CALLS]search[ARGS]" + args, kMistral, opts(), msg("", "", {{"search", args}}));
+  expect_parse_and_stream("[TOOL_CALLS]search[ARGS]" + args, kMistral, opts(),
+                          msg("", "", {{"search", args}}));
 }
 
 TEST(MistralParse, TruncatedArray) {
-  const std::string text = "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"x";
+  const std::string text =
+      "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"x";
   const ParsedMessage parsed = parse_message(text, kMistral, opts());
   EXPECT_EQ(parsed.content, text);
   EXPECT_TRUE(parsed.tool_calls.empty());
   expect_stream_equals(text, kMistral, opts(), msg("", "", {{"a", "{}"}, {"b", "{\"x"}}), true);
 }
 
-// ---- Generic envelope ----------------------------------------------------------------------------------
+// ---- Generic envelope
+// ----------------------------------------------------------------------------------
 
 TEST(GenericParse, ToolCalls) {
   expect_parse_and_stream(
-      "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}, {\"name\": \"add\", "
+      "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}, "
+      "{\"name\": \"add\", "
       "\"arguments\": {\"a\": 3, \"b\": 4}}]}",
-      kGeneric, opts(), msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
-  expect_parse_and_stream("{\"tool_call\": {\"name\": \"now\", \"arguments\": {}}}", kGeneric, opts(),
-                          msg("", "", {{"now", "{}"}}));
+      kGeneric, opts(),
+      msg("", "", {{"get_weather", "{\"city\": \"Rome\"}"}, {"add", "{\"a\": 3, \"b\": 4}"}}));
+  expect_parse_and_stream("{\"tool_call\": {\"name\": \"now\", \"arguments\": {}}}", kGeneric,
+                          opts(), msg("", "", {{"now", "{}"}}));
 }
 
 TEST(GenericParse, Response) {
-  expect_parse_and_stream("{\"response\": \"Hello \\\"world\\\" \\u00e9 \\ud83d\\ude00\\nbye\"}", kGeneric, opts(),
-                          msg("", "Hello \"world\" é 😀\nbye"));
+  expect_parse_and_stream("{\"response\": \"Hello \\\"world\\\" \\u00e9 \\ud83d\\ude00\\nbye\"}",
+                          kGeneric, opts(), msg("", "Hello \"world\" é 😀\nbye"));
+}
+
+TEST(GenericParse, TruncatedResponseKeepsTheDecodedText) {
+  expect_parse_and_stream("{\"response\": \"Hel\\u00e9 wor", kGeneric, opts(), msg("", "Hel\u00e9 wor"));
 }
 
 TEST(GenericParse, PlainTextAndOtherJson) {
@@ -432,18 +506,26 @@ TEST(GenericParse, PlainTextAndOtherJson) {
 
 TEST(GenericParse, ReasoningThenEnvelope) {
   const ChatFormat f = fmt(ToolSyntax::kGeneric, ReasoningSyntax::kThinkTags);
-  expect_parse_and_stream("<think>\nplan\n</think>\n{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"k\": \"v\"}}]}",
-                          f, opts(), msg("plan", "", {{"f", "{\"k\": \"v\"}"}}));
+  expect_parse_and_stream(
+      "<think>\nplan\n</think>\n{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"k\": "
+      "\"v\"}}]}",
+      f, opts(), msg("plan", "", {{"f", "{\"k\": \"v\"}"}}));
 }
 
-// ---- random fuzz: never throws, stream == parse for every chunking whenever parse has no reverted block --
+// ---- random fuzz: never throws, stream == parse for every chunking whenever parse has no reverted
+// block --
 
 TEST(Fuzz, MutatedOutputsNeverThrowAndStreamIsChunkingInvariant) {
   const std::vector<std::pair<ChatFormat, std::string>> seeds = {
-      {kQwen3, "<think>\nplan\n</think>\n\nText " + kWeatherCall + "\n<tool_call>\n{\"name\": \"add\", \"arguments\": "
-                                                                  "\"{\\\"a\\\": 1}\"}\n</tool_call>"},
-      {kLlama, "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": [1, {\"b\": \"}\"}]}}; {\"name\": \"g\"}"},
-      {kMistral, "x[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}][TOOL_CALLS]g[CALL_ID]abc[ARGS]{\"q\": 1}"},
+      {kQwen3, "<think>\nplan\n</think>\n\nText " + kWeatherCall +
+                   "\n<tool_call>\n{\"name\": \"add\", \"arguments\": "
+                   "\"{\\\"a\\\": 1}\"}\n</tool_call>"},
+      {kLlama,
+       "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": [1, {\"b\": \"}\"}]}}; {\"name\": "
+       "\"g\"}"},
+      {kMistral,
+       "x[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}][TOOL_CALLS]g[CALL_ID]abc[ARGS]{\"q\": "
+       "1}"},
       {kGeneric, "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"s\": \"\\u00e9\"}}]}"},
   };
   std::mt19937 rng(7);
@@ -455,19 +537,27 @@ TEST(Fuzz, MutatedOutputsNeverThrowAndStreamIsChunkingInvariant) {
       for (int e = 0; e < edits && !text.empty(); ++e) {
         const std::size_t at = rng() % text.size();
         switch (rng() % 3) {
-          case 0: text.erase(at, 1 + rng() % 3); break;
-          case 1: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-          default: text.resize(at); break;
+          case 0:
+            text.erase(at, 1 + rng() % 3);
+            break;
+          case 1:
+            text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+            break;
+          default:
+            text.resize(at);
+            break;
         }
       }
-      // The stream must not depend on the chunking: compare every chunking with one-piece streaming.
+      // The stream must not depend on the chunking: compare every chunking with one-piece
+      // streaming.
       const auto whole = run_stream(text, format, opts(), {});
       ASSERT_TRUE(whole.problems.empty()) << text;
       expect_stream_equals(text, format, opts(), whole.message, false, 5);
       // And parse_message agrees with it unless it reverted a block.
       const ParsedMessage parsed = parse_message(text, format, opts());
       if (parsed.tool_calls.size() == whole.message.tool_calls.size()) {
-        bool same = parsed.content == whole.message.content && parsed.reasoning == whole.message.reasoning;
+        bool same =
+            parsed.content == whole.message.content && parsed.reasoning == whole.message.reasoning;
         for (std::size_t i = 0; same && i < parsed.tool_calls.size(); ++i) {
           same = parsed.tool_calls[i].arguments == whole.message.tool_calls[i].arguments;
         }

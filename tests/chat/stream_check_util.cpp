@@ -1,11 +1,11 @@
 // Test helpers for the chat output parsers (see stream_check.h).
-#include "tests/chat/stream_check.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 #include <sstream>
+
+#include "tests/chat/stream_check.h"
 
 namespace anelm::chat::testing {
 
@@ -24,7 +24,8 @@ bool valid_call_id(const std::string& id, ToolSyntax syntax) {
 
 std::string describe(const ParsedMessage& m) {
   std::ostringstream os;
-  os << "reasoning=[" << m.reasoning << "] content=[" << m.content << "] calls=" << m.tool_calls.size();
+  os << "reasoning=[" << m.reasoning << "] content=[" << m.content
+     << "] calls=" << m.tool_calls.size();
   for (const auto& c : m.tool_calls) os << " {" << c.name << " " << c.arguments << "}";
   return os.str();
 }
@@ -74,14 +75,16 @@ Reassembled run_stream(std::string_view text, const ChatFormat& format, const Pa
   bool same = m.content == r.message.content && m.reasoning == r.message.reasoning &&
               m.tool_calls.size() == r.message.tool_calls.size();
   for (std::size_t i = 0; same && i < m.tool_calls.size(); ++i) {
-    same = m.tool_calls[i].id == r.message.tool_calls[i].id && m.tool_calls[i].name == r.message.tool_calls[i].name &&
+    same = m.tool_calls[i].id == r.message.tool_calls[i].id &&
+           m.tool_calls[i].name == r.message.tool_calls[i].name &&
            m.tool_calls[i].arguments == r.message.tool_calls[i].arguments;
   }
   if (!same) r.problems.push_back("message() differs from the deltas: " + describe(m));
   return r;
 }
 
-std::vector<std::vector<std::size_t>> all_chunkings(std::size_t length, int random_count, unsigned seed) {
+std::vector<std::vector<std::size_t>> all_chunkings(std::size_t length, int random_count,
+                                                    unsigned seed) {
   std::vector<std::vector<std::size_t>> out;
   out.push_back({});  // one piece
   std::vector<std::size_t> bytes;
@@ -104,8 +107,9 @@ std::vector<std::vector<std::size_t>> all_chunkings(std::size_t length, int rand
 
 namespace {
 
-const char* const kMarkers[] = {"<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]",
-                                "[ARGS]",      "[CALL_ID]",    "[THINK]", "[/THINK]", "<|python_tag|>"};
+const char* const kMarkers[] = {"<tool_call>",  "</tool_call>",  "<think>",   "</think>",
+                                "[TOOL_CALLS]", "[ARGS]",        "[CALL_ID]", "[THINK]",
+                                "[/THINK]",     "<|python_tag|>"};
 
 std::string cuts_text(const std::vector<std::size_t>& cuts) {
   std::string s;
@@ -115,13 +119,15 @@ std::string cuts_text(const std::vector<std::size_t>& cuts) {
 
 }  // namespace
 
-void expect_stream_equals(std::string_view text, const ChatFormat& format, const ParseOptions& options,
-                          const ParsedMessage& expected, bool check_markers, int random_count) {
+void expect_stream_equals(std::string_view text, const ChatFormat& format,
+                          const ParseOptions& options, const ParsedMessage& expected,
+                          bool check_markers, int random_count) {
   int failures = 0;
   for (const auto& cuts : all_chunkings(text.size(), random_count, 1234)) {
     Reassembled r = run_stream(text, format, options, cuts);
     bool ok = r.problems.empty() && r.message.content == expected.content &&
-              r.message.reasoning == expected.reasoning && r.message.tool_calls.size() == expected.tool_calls.size();
+              r.message.reasoning == expected.reasoning &&
+              r.message.tool_calls.size() == expected.tool_calls.size();
     for (std::size_t i = 0; ok && i < expected.tool_calls.size(); ++i) {
       ok = r.message.tool_calls[i].name == expected.tool_calls[i].name &&
            r.message.tool_calls[i].arguments == expected.tool_calls[i].arguments;
@@ -135,14 +141,15 @@ void expect_stream_equals(std::string_view text, const ChatFormat& format, const
       std::string problems;
       for (const auto& p : r.problems) problems += p + "; ";
       ADD_FAILURE() << "stream differs for cuts [" << cuts_text(cuts) << "] of\n"
-                    << text << "\n  got:      " << describe(r.message) << "\n  expected: " << describe(expected)
-                    << "\n  problems: " << problems;
+                    << text << "\n  got:      " << describe(r.message)
+                    << "\n  expected: " << describe(expected) << "\n  problems: " << problems;
     }
   }
 }
 
-void expect_parse_and_stream(std::string_view text, const ChatFormat& format, const ParseOptions& options,
-                             const ParsedMessage& expected, bool check_markers) {
+void expect_parse_and_stream(std::string_view text, const ChatFormat& format,
+                             const ParseOptions& options, const ParsedMessage& expected,
+                             bool check_markers) {
   const ParsedMessage got = parse_message(text, format, options);
   EXPECT_EQ(got.reasoning, expected.reasoning) << text;
   EXPECT_EQ(got.content, expected.content) << text;
