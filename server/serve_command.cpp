@@ -154,6 +154,7 @@ int run_serve(int argc, char** argv) {
   const sigset_t set = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  spdlog::set_level(spdlog::level::from_str(args.options.log_level));
   ModelBundle bundle;  // declared first: outlives the worker inside the context
   ServerContext ctx(args.options);
   HttpServer http(ctx);

@@ -9,7 +9,7 @@ namespace anelm::server {
 
 struct ServerOptions {
   std::string model;                   // --model: GGUF file or HF directory
-  std::string model_id;                // name reported by /v1/models; empty: from the model path
+  std::string model_id;                // --alias: name reported by /v1/models; empty: from the model path
   std::string host = "127.0.0.1";      // --host: bind address (non-loopback requires an API key)
   int port = 8080;                     // --port: 0 picks a free port
   std::string backend = "cpu";         // --backend: cpu | ane
@@ -22,6 +22,8 @@ struct ServerOptions {
   std::string weights;                 // --weights: re-quantize at load (f16 | q8_0 | q4_0); empty: as stored
   std::string presets_dir = "auto";    // --presets: model presets; "auto": configs/models of the source tree; "": none
   std::string ane_cache_dir = "auto";  // --ane-cache: compiled ANE programs; "auto": ~/.cache/anelm/ane; "": off
+  std::string chat_template;           // --chat-template: Jinja file used instead of the model's template
+  std::string log_level = "info";      // --log-level: trace | debug | info | warn | error
   int http_threads = 64;               // HTTP worker threads (each open connection holds one)
   size_t max_body_bytes = 4u << 20;    // larger request bodies get 413
   int read_timeout_s = 30;             // socket read timeout (slow-loris guard)

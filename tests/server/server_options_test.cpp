@@ -65,6 +65,16 @@ TEST(ServerOptions, Rejections) {
   EXPECT_THROW(parse({"--config", write_config(R"({"prot": 1})")}), Error);
   EXPECT_THROW(parse({"--config", write_config(R"({"port": "x"})")}), Error);
   EXPECT_THROW(parse({"--config", "/nonexistent/server.json"}), Error);
+  EXPECT_THROW(parse({"--config", cfg, "--log-level", "chatty"}), Error);
+}
+
+TEST(ServerOptions, AliasChatTemplateAndLogLevel) {
+  std::string cfg = write_config(R"({"log_level": "warn"})");
+  auto p = parse({"--config", cfg, "--alias", "qwen2.5-0.5b", "--chat-template", "t.jinja"});
+  EXPECT_EQ(p.options.model_id, "qwen2.5-0.5b");
+  EXPECT_EQ(p.options.chat_template, "t.jinja");
+  EXPECT_EQ(p.options.log_level, "warn");  // config
+  EXPECT_EQ(parse({"--config", cfg, "--log-level", "debug"}).options.log_level, "debug");
 }
 
 TEST(ServerOptions, HelpListsFlags) {
