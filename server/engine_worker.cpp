@@ -101,7 +101,7 @@ void EngineWorker::run_job(Job& job) {
   if (metrics_) {
     const auto& r = done.result;
     metrics_->generations_total++;
-    if (r.finish == engine::FinishReason::kCancelled) metrics_->generations_cancelled++;
+    if (r.finish == engine::FinishReason::kCancelled && !ch.stopped()) metrics_->generations_cancelled++;
     metrics_->prompt_tokens_total += r.prompt_tokens;
     metrics_->prefill_tokens_total += r.prompt_tokens - r.cached_tokens;
     metrics_->completion_tokens_total += static_cast<int64_t>(r.ids.size());

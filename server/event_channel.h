@@ -44,9 +44,16 @@ class EventChannel {
     return true;
   }
 
-  // Raised by the HTTP thread (client gone, stop string found) or at shutdown; read by the engine.
+  // Raised by the HTTP thread (client gone) or at shutdown; read by the engine.
   void cancel() { cancel_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancel_.load(std::memory_order_relaxed); }
+  // The consumer has all it needs (a stop string matched): the engine stops as for cancel(), but
+  // the job ended normally (not counted as a cancellation).
+  void stop() {
+    stopped_.store(true, std::memory_order_relaxed);
+    cancel();
+  }
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
   const std::atomic<bool>* cancel_flag() const { return &cancel_; }
 
  private:
@@ -54,6 +61,7 @@ class EventChannel {
   std::condition_variable cv_;
   std::deque<GenerationEvent> events_;
   std::atomic<bool> cancel_{false};
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace anelm::server

@@ -160,7 +160,7 @@ ChoiceOutput collect_choice(ServerContext& ctx, const PreparedGeneration& gen, E
     for (const GenerationEvent& ev : evs) {
       if (ev.kind == GenerationEvent::Kind::kToken) {
         st.on_token(ev.step);
-        if (st.text.stopped()) ch.cancel();  // stop string: free the engine now
+        if (st.text.stopped()) ch.stop();  // stop string: free the engine now
         continue;
       }
       if (ev.kind == GenerationEvent::Kind::kError) {
@@ -242,7 +242,7 @@ bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usag
         return send(job.ser->finish_chunk(index, out.finish_reason));
       }
       const OutputDelta delta = st.on_token(ev.step);
-      if (st.text.stopped()) ch.cancel();
+      if (st.text.stopped()) ch.stop();
       if (delta.empty()) continue;
       if (!send(job.ser->delta_chunk(index, delta, st.new_logprobs()))) return false;
       last_write = Clock::now();

@@ -175,6 +175,12 @@ TEST(HttpApi, StreamStopStringNeverEmitted) {
   std::string finish;
   EXPECT_EQ(stream_text(s.post("/v1/completions", req)->body, false, nullptr, &finish), "one two");
   EXPECT_EQ(finish, "stop");
+  // Ending on a stop string is a normal finish, not a cancellation (streamed or not).
+  req["stream"] = false;
+  EXPECT_EQ(body_of(s.post("/v1/completions", req))["choices"][0]["finish_reason"], "stop");
+  const std::string metrics = s.client().Get("/metrics")->body;
+  EXPECT_NE(metrics.find("anelm_generations_total 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("anelm_generations_cancelled_total 0\n"), std::string::npos) << metrics;
 }
 
 TEST(HttpApi, ChatNonStreamingAndStreaming) {
