@@ -39,13 +39,14 @@ namespace {
 struct ChoiceState {
   ChoiceState(const tok::Tokenizer& t, const PreparedGeneration& g)
       : tok(t), text(t, g.request.prompt, g.stop), parser(g.make_parser ? g.make_parser() : make_plain_parser()),
-        want_lp(g.request.top_logprobs > 0 || g.want_logprobs), offset(static_cast<int>(g.echo_text.size())) {}
+        want_lp(g.request.top_logprobs > 0 || g.want_logprobs), offset(static_cast<int>(g.echo_text.size())),
+        arrived(g.arrived) {}
 
   // The token's text: final once stop strings are handled, then split by the output parser.
   OutputDelta on_token(const engine::TokenStep& step) {
     OutputDelta d;
     if (text.stopped()) return d;
-    ++tokens_used;
+    if (++tokens_used == 1) ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - arrived).count();
     if (want_lp) {
       TokenLogprob lp{tok.token_bytes(step.id), step.logprob, {}, offset};
       for (const auto& [id, p] : step.top) lp.top.emplace_back(tok.token_bytes(id), p);
@@ -86,12 +87,20 @@ struct ChoiceState {
   int tokens_used = 0;
   std::vector<TokenLogprob> lps;
   size_t lp_sent = 0;
+  Clock::time_point arrived;
+  double ttft_ms = -1;
 };
 
-// Usage over all choices: the prompt counted once (as OpenAI), completions summed.
+// Usage over all choices: the prompt counted once (as OpenAI), completions summed; and what the
+// request's log line reports.
 struct UsageSum {
   UsageInfo u;
-  void add(const engine::GenerateResult& r, int completion_tokens, bool first) {
+  std::string finish;
+  double ttft_ms = -1;
+  void add(const engine::GenerateResult& r, int completion_tokens, bool first, const std::string& reason,
+           double choice_ttft_ms) {
+    finish += (finish.empty() ? "" : ",") + reason;
+    if (first) ttft_ms = choice_ttft_ms;
     if (first) {
       u.prompt_tokens = r.prompt_tokens;
       u.cached_tokens = r.cached_tokens;
@@ -101,6 +110,17 @@ struct UsageSum {
     u.predicted_ms += r.decode_ms;
   }
 };
+
+void fill_log(const PreparedGeneration& gen, const UsageSum& s) {
+  if (!gen.log) return;
+  RequestLog& l = *gen.log;
+  l.prompt_tokens = s.u.prompt_tokens;
+  l.cached_tokens = s.u.cached_tokens;
+  l.completion_tokens = s.u.completion_tokens;
+  l.ttft_ms = s.ttft_ms;
+  l.decode_tok_s = s.u.predicted_ms > 0 ? s.u.completion_tokens * 1000.0 / s.u.predicted_ms : 0.0;
+  l.finish = s.finish;
+}
 
 ApiError event_error(const GenerationEvent& ev) {
   return to_api_error(std::make_exception_ptr(Error(ev.error_kind, ev.error)));
@@ -172,8 +192,8 @@ ChoiceOutput collect_choice(ServerContext& ctx, const PreparedGeneration& gen, E
         throw unavailable("the request was cancelled: the server is shutting down", ctx.options().retry_after_s);
       }
       st.finish();
-      usage.add(ev.result, st.completion_tokens(ev.result), first);
       ChoiceOutput out = st.output(ev.result);
+      usage.add(ev.result, st.completion_tokens(ev.result), first, out.finish_reason, st.ttft_ms);
       out.content = echo + out.content;
       return out;
     }
@@ -186,6 +206,7 @@ HttpResponse collect(ServerContext& ctx, const PreparedGeneration& gen,
   UsageSum usage;
   for (size_t i = 0; i < channels.size(); ++i)
     choices.push_back(collect_choice(ctx, gen, *channels[i], channels, usage, i == 0));
+  fill_log(gen, usage);
   HttpResponse res;
   res.body = ser.body(choices, usage.u);
   return res;
@@ -237,8 +258,8 @@ bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usag
         }
         const OutputDelta rest = st.finish();
         if (!rest.empty() && !send(job.ser->delta_chunk(index, rest, st.new_logprobs()))) return false;
-        usage.add(ev.result, st.completion_tokens(ev.result), index == 0);
         const ChoiceOutput out = st.output(ev.result);
+        usage.add(ev.result, st.completion_tokens(ev.result), index == 0, out.finish_reason, st.ttft_ms);
         return send(job.ser->finish_chunk(index, out.finish_reason));
       }
       const OutputDelta delta = st.on_token(ev.step);
@@ -255,9 +276,12 @@ void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
   for (int i = 0; i < static_cast<int>(job.channels.size()); ++i) {
     if (!stream_choice(ctx, job, i, usage, sink)) {
       cancel_all(job.channels);  // client gone or failed: the worker stops these jobs within a token
+      fill_log(job.gen, usage);
+      if (job.gen.log) job.gen.log->error = sink.is_writable() ? "stream ended by an error" : "client disconnected";
       return;
     }
   }
+  fill_log(job.gen, usage);
   if (job.gen.include_usage && !sink.write(sse_data(job.ser->usage_chunk(usage.u)))) return;
   sink.write(sse_done());
 }

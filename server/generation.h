@@ -1,6 +1,7 @@
 // Runs one admitted generation for an HTTP request: tokens -> text deltas -> JSON body or SSE stream.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,6 +30,8 @@ struct PreparedGeneration {
   bool want_logprobs = false;          // return per-token logprobs
   std::string echo_text;               // prepended to the output (completions echo)
   std::function<bool()> client_gone;   // non-streamed: cancel the job once this is true
+  std::shared_ptr<RequestLog> log;     // filled for the request's log line (may be null)
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
 };
 
 // Token ids -> emitted text: skips special tokens, holds back split UTF-8 characters (StreamDecoder)

@@ -89,6 +89,7 @@ HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
   const tok::Tokenizer& tk = ctx.tokenizer();
   PreparedGeneration g = prepare(ctx, r.gen, completion_prompt(tk, r), ctx.options().default_max_tokens);
   g.client_gone = req.client_gone;
+  g.log = req.log;
   if (r.echo) g.echo_text = r.prompt_is_ids ? tk.decode(r.prompt_ids, true) : r.prompt_text;
   ResponseMeta meta = meta_for(ctx, "cmpl-", g);
   return run_generation(ctx, std::move(g), make_completion_serializer(std::move(meta)));
@@ -103,6 +104,7 @@ HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req)
   maybe_add_bos(tk, ids);
   PreparedGeneration g = prepare(ctx, r.gen, std::move(ids), -1);
   g.client_gone = req.client_gone;
+  g.log = req.log;
   ResponseMeta meta = meta_for(ctx, "chatcmpl-", g);
   return run_generation(ctx, std::move(g), make_chat_serializer(std::move(meta)));
 }

@@ -76,6 +76,14 @@ std::string log_escape(const std::string& s, size_t max_len) {
   std::string out;
   for (size_t i = 0; i < s.size() && out.size() < max_len; ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
+    // C1 controls (U+0080..U+009F, UTF-8 C2 80..C2 9F) act on terminals too.
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(s[++i]));
+      out += buf;
+      continue;
+    }
     if (c < 0x20 || c == 0x7f) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);

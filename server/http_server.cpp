@@ -76,6 +76,7 @@ HttpRequest to_request(const httplib::Request& in) {
     r.headers.emplace(std::move(key), v);
   }
   r.body = in.body;
+  r.id = make_response_id("req-");
   auto watch = std::make_shared<PeerSocketWatch>(in.remote_addr, in.remote_port, in.local_port);
   r.client_gone = [watch] { return watch->closed(); };
   return r;
@@ -134,7 +135,7 @@ HttpResponse handle_safely(ServerContext& ctx, const HttpRequest& req) {
     return route(ctx, req);
   } catch (...) {
     ApiError e = to_api_error(std::current_exception());
-    if (e.status() >= 500) spdlog::error("{} {}: {}", req.method, log_escape(req.path), e.what());
+    req.log->error = e.what();
     return error_response(e);
   }
 }
@@ -149,11 +150,27 @@ class HttplibSink : public StreamSink {
   httplib::DataSink& s_;
 };
 
+// One line per request once its response is complete (a stream: when it ends).
+void log_request(const HttpRequest& req, int status, std::chrono::steady_clock::time_point t0) {
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const RequestLog& l = *req.log;
+  std::string line = fmt::format("{} {} {} {} {:.1f} ms", req.id, req.method, log_escape(req.path), status, ms);
+  if (l.prompt_tokens >= 0) {
+    line += fmt::format(" prompt={} cached={} completion={}", l.prompt_tokens, l.cached_tokens, l.completion_tokens);
+    if (l.ttft_ms >= 0) line += fmt::format(" ttft={:.1f}ms", l.ttft_ms);
+    line += fmt::format(" tok/s={:.1f} finish={}", l.decode_tok_s, l.finish.empty() ? "none" : l.finish);
+  }
+  if (!l.error.empty()) line += " error=\"" + log_escape(l.error) + "\"";
+  const bool probe = req.path == "/health" || req.path == "/v1/health" || req.path == "/metrics";
+  const auto level = status >= 500 ? spdlog::level::err : probe ? spdlog::level::debug : spdlog::level::info;
+  spdlog::log(level, "{}", line);
+}
+
 void write_response(HttpResponse hr, const HttpRequest& req, const ServerOptions& opts,
-                    httplib::Response& res) {
+                    httplib::Response& res, std::chrono::steady_clock::time_point t0) {
   res.status = hr.status;
   for (const auto& [k, v] : hr.headers) res.set_header(k, v);
-  res.set_header("x-request-id", make_response_id("req-"));
+  res.set_header("x-request-id", req.id);
   const std::string origin = req.header("origin");
   if (cors_origin_allowed(origin, opts)) {
     res.set_header("Access-Control-Allow-Origin", origin);
@@ -161,13 +178,15 @@ void write_response(HttpResponse hr, const HttpRequest& req, const ServerOptions
   }
   if (!hr.stream) {
     if (hr.status != 204) res.set_content(hr.body, hr.content_type);
+    log_request(req, hr.status, t0);
     return;
   }
   res.set_chunked_content_provider(hr.content_type,
-                                   [fn = std::move(hr.stream)](size_t, httplib::DataSink& sink) {
+                                   [fn = std::move(hr.stream), req, status = hr.status, t0](size_t, httplib::DataSink& sink) {
                                      HttplibSink s(sink);
                                      fn(s);
                                      sink.done();
+                                     log_request(req, status, t0);
                                      return true;
                                    });
 }
@@ -192,13 +211,9 @@ void HttpServer::Impl::serve(const httplib::Request& in, httplib::Response& out)
   HttpRequest req = to_request(in);
   HttpResponse res = handle_safely(ctx, req);
   const int status = res.status;
-  const bool streamed = static_cast<bool>(res.stream);
-  write_response(std::move(res), req, ctx.options(), out);
+  write_response(std::move(res), req, ctx.options(), out, t0);
   ctx.metrics().requests_total++;
   if (status >= 400) ctx.metrics().requests_errors_total++;
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("{} {} {} {:.1f} ms{}", req.method, log_escape(req.path), status, ms,
-               streamed ? " (streaming)" : "");
 }
 
 // Responses httplib makes itself (413 body too large, 400 bad request line): give them JSON bodies.

@@ -3,12 +3,24 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace anelm::server {
+
+// What a request did, filled by its handler and logged once when the response is complete.
+struct RequestLog {
+  int prompt_tokens = -1;          // -1: not a generation
+  int completion_tokens = 0;
+  int cached_tokens = 0;
+  double ttft_ms = -1;             // time to first token (from arrival)
+  double decode_tok_s = 0;
+  std::string finish;              // finish reasons of the choices, comma-separated
+  std::string error;               // why a 4xx/5xx was answered
+};
 
 struct HttpRequest {
   std::string method;                         // "GET", "POST", ...
@@ -17,6 +29,8 @@ struct HttpRequest {
   std::string body;
   // True once the client has hung up (polled while a non-streamed response is being generated).
   std::function<bool()> client_gone;
+  std::string id;                             // x-request-id ("req-...")
+  std::shared_ptr<RequestLog> log = std::make_shared<RequestLog>();
 
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

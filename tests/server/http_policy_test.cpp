@@ -59,6 +59,7 @@ TEST(HttpPolicy, Cors) {
 TEST(HttpPolicy, LogEscape) {
   EXPECT_EQ(log_escape("/v1\r\nINFO fake"), "/v1\\x0d\\x0aINFO fake");
   EXPECT_EQ(log_escape(std::string(500, 'a')).size(), 200u);
+  EXPECT_EQ(log_escape("a\xc2\x9b" "31mred\xc2\xa0" "b"), "a\\u009b31mred\xc2\xa0" "b");  // C1 CSI escaped, NBSP kept
 }
 
 }  // namespace
