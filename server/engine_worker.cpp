@@ -79,6 +79,8 @@ void EngineWorker::run_job(Job& job) {
     return;
   }
   job.request.cancel = ch.cancel_flag();
+  if (metrics_)
+    metrics_->queue_wait.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - job.queued).count());
   try {
     done.result = engine_.generate(job.request, [&](const engine::TokenStep& step) {
       GenerationEvent ev;
@@ -107,6 +109,7 @@ void EngineWorker::run_job(Job& job) {
     metrics_->completion_tokens_total += static_cast<int64_t>(r.ids.size());
     metrics_->prefill_us_total += static_cast<int64_t>(r.prefill_ms * 1000.0);
     metrics_->decode_us_total += static_cast<int64_t>(r.decode_ms * 1000.0);
+    if (!r.ids.empty()) metrics_->time_per_output_token.observe(r.decode_ms / 1000.0 / static_cast<double>(r.ids.size()));
   }
   ch.push(std::move(done));
 }

@@ -17,6 +17,7 @@ namespace anelm::server {
 struct Job {
   engine::GenerateRequest request;         // cancel is set by the worker to the channel's flag
   std::shared_ptr<EventChannel> channel;   // receives tokens, then exactly one kDone or kError
+  std::chrono::steady_clock::time_point queued = std::chrono::steady_clock::now();
 };
 
 class EngineWorker {

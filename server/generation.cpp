@@ -111,7 +111,8 @@ struct UsageSum {
   }
 };
 
-void fill_log(const PreparedGeneration& gen, const UsageSum& s) {
+void fill_log(ServerContext& ctx, const PreparedGeneration& gen, const UsageSum& s) {
+  if (s.ttft_ms >= 0) ctx.metrics().time_to_first_token.observe(s.ttft_ms / 1000.0);
   if (!gen.log) return;
   RequestLog& l = *gen.log;
   l.prompt_tokens = s.u.prompt_tokens;
@@ -206,7 +207,7 @@ HttpResponse collect(ServerContext& ctx, const PreparedGeneration& gen,
   UsageSum usage;
   for (size_t i = 0; i < channels.size(); ++i)
     choices.push_back(collect_choice(ctx, gen, *channels[i], channels, usage, i == 0));
-  fill_log(gen, usage);
+  fill_log(ctx, gen, usage);
   HttpResponse res;
   res.body = ser.body(choices, usage.u);
   return res;
@@ -276,12 +277,12 @@ void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
   for (int i = 0; i < static_cast<int>(job.channels.size()); ++i) {
     if (!stream_choice(ctx, job, i, usage, sink)) {
       cancel_all(job.channels);  // client gone or failed: the worker stops these jobs within a token
-      fill_log(job.gen, usage);
+      fill_log(ctx, job.gen, usage);
       if (job.gen.log) job.gen.log->error = sink.is_writable() ? "stream ended by an error" : "client disconnected";
       return;
     }
   }
-  fill_log(job.gen, usage);
+  fill_log(ctx, job.gen, usage);
   if (job.gen.include_usage && !sink.write(sse_data(job.ser->usage_chunk(usage.u)))) return;
   sink.write(sse_done());
 }

@@ -150,9 +150,18 @@ class HttplibSink : public StreamSink {
   httplib::DataSink& s_;
 };
 
-// One line per request once its response is complete (a stream: when it ends).
-void log_request(const HttpRequest& req, int status, std::chrono::steady_clock::time_point t0) {
+// The metrics label of a path: its route, or "other" (bounded cardinality).
+const char* route_label(const std::string& path) {
+  for (const Route& r : kRoutes)
+    if (path_matches(r, path)) return r.path;
+  return "other";
+}
+
+// One line per request once its response is complete (a stream: when it ends), and its metrics.
+void log_request(Metrics& metrics, const HttpRequest& req, int status, std::chrono::steady_clock::time_point t0) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  metrics.request_duration.observe(ms / 1000.0);
+  metrics.routes.add(route_label(req.path), status);
   const RequestLog& l = *req.log;
   std::string line = fmt::format("{} {} {} {} {:.1f} ms", req.id, req.method, log_escape(req.path), status, ms);
   if (l.prompt_tokens >= 0) {
@@ -166,8 +175,9 @@ void log_request(const HttpRequest& req, int status, std::chrono::steady_clock::
   spdlog::log(level, "{}", line);
 }
 
-void write_response(HttpResponse hr, const HttpRequest& req, const ServerOptions& opts,
-                    httplib::Response& res, std::chrono::steady_clock::time_point t0) {
+void write_response(HttpResponse hr, const HttpRequest& req, ServerContext& ctx, httplib::Response& res,
+                    std::chrono::steady_clock::time_point t0) {
+  const ServerOptions& opts = ctx.options();
   res.status = hr.status;
   for (const auto& [k, v] : hr.headers) res.set_header(k, v);
   res.set_header("x-request-id", req.id);
@@ -178,15 +188,15 @@ void write_response(HttpResponse hr, const HttpRequest& req, const ServerOptions
   }
   if (!hr.stream) {
     if (hr.status != 204) res.set_content(hr.body, hr.content_type);
-    log_request(req, hr.status, t0);
+    log_request(ctx.metrics(), req, hr.status, t0);
     return;
   }
   res.set_chunked_content_provider(hr.content_type,
-                                   [fn = std::move(hr.stream), req, status = hr.status, t0](size_t, httplib::DataSink& sink) {
+                                   [fn = std::move(hr.stream), req, status = hr.status, t0, &ctx](size_t, httplib::DataSink& sink) {
                                      HttplibSink s(sink);
                                      fn(s);
                                      sink.done();
-                                     log_request(req, status, t0);
+                                     log_request(ctx.metrics(), req, status, t0);
                                      return true;
                                    });
 }
@@ -211,7 +221,7 @@ void HttpServer::Impl::serve(const httplib::Request& in, httplib::Response& out)
   HttpRequest req = to_request(in);
   HttpResponse res = handle_safely(ctx, req);
   const int status = res.status;
-  write_response(std::move(res), req, ctx.options(), out, t0);
+  write_response(std::move(res), req, ctx, out, t0);
   ctx.metrics().requests_total++;
   if (status >= 400) ctx.metrics().requests_errors_total++;
 }

@@ -249,6 +249,16 @@ TEST(HttpApi, TokenizeDetokenizeMetrics) {
   ASSERT_EQ(m->status, 200);
   EXPECT_NE(m->body.find("anelm_requests_total"), std::string::npos);
   EXPECT_NE(m->body.find("anelm_tokens_predicted_total 3"), std::string::npos);
+  // Histograms (cumulative buckets ending in +Inf == count) and per-route counters by status.
+  for (const char* h : {"time_to_first_token_seconds", "time_per_output_token_seconds", "queue_wait_seconds"}) {
+    const std::string name = std::string("anelm_") + h;
+    EXPECT_NE(m->body.find("# TYPE " + name + " histogram"), std::string::npos) << h;
+    EXPECT_NE(m->body.find(name + "_bucket{le=\"+Inf\"} 1\n"), std::string::npos) << h;
+    EXPECT_NE(m->body.find(name + "_count 1\n"), std::string::npos) << h;
+  }
+  EXPECT_NE(m->body.find("anelm_request_duration_seconds_count 4\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("anelm_http_requests_total{route=\"/v1/completions\",status=\"200\"} 1\n"), std::string::npos);
+  EXPECT_NE(m->body.find("anelm_http_requests_total{route=\"/tokenize\",status=\"200\"} 2\n"), std::string::npos);
   EXPECT_NE(m->body.find("anelm_queue_depth 0"), std::string::npos);
   EXPECT_NE(m->body.find("anelm_predicted_tokens_seconds"), std::string::npos);
 }
