@@ -16,6 +16,7 @@
 
 #include "engine/error.h"
 #include "server/http_server.h"
+#include "server/log_setup.h"
 #include "server/model_bundle.h"
 #include "server/model_preset.h"
 #include "server/model_resolver.h"
@@ -154,7 +155,7 @@ int run_serve(int argc, char** argv) {
   const sigset_t set = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  spdlog::set_level(spdlog::level::from_str(args.options.log_level));
+  configure_logging(args.options.log_level, args.options.log_format);
   ModelBundle bundle;  // declared first: outlives the worker inside the context
   ServerContext ctx(args.options);
   HttpServer http(ctx);

@@ -48,6 +48,8 @@ void add_flags(cxxopts::Options& o) {
       ("chat-template", "Jinja chat template file used instead of the model's own", cxxopts::value<std::string>())
       ("log-level", "trace | debug | info | warn | error (default " + d.log_level + "; debug logs rendered prompts)",
        cxxopts::value<std::string>())
+      ("log-format", "text | json: one JSON object per line (default " + d.log_format + ")",
+       cxxopts::value<std::string>())
       ("config", "JSON file of defaults (default: configs/server.json when present)",
        cxxopts::value<std::string>())
       ("h,help", "show this help");
@@ -93,6 +95,7 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
   if (r.count("alias")) o.model_id = r["alias"].as<std::string>();
   if (r.count("chat-template")) o.chat_template = r["chat-template"].as<std::string>();
   if (r.count("log-level")) o.log_level = r["log-level"].as<std::string>();
+  if (r.count("log-format")) o.log_format = r["log-format"].as<std::string>();
 }
 
 }  // namespace
@@ -124,6 +127,7 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "ane_cache_dir") take(j, "ane_cache_dir", o.ane_cache_dir, source);
     else if (k == "chat_template") take(j, "chat_template", o.chat_template, source);
     else if (k == "log_level") take(j, "log_level", o.log_level, source);
+    else if (k == "log_format") take(j, "log_format", o.log_format, source);
     else if (k == "http_threads") take(j, "http_threads", o.http_threads, source);
     else if (k == "max_body_bytes") take(j, "max_body_bytes", o.max_body_bytes, source);
     else if (k == "read_timeout_s") take(j, "read_timeout_s", o.read_timeout_s, source);
@@ -150,6 +154,8 @@ void validate_options(const ServerOptions& o) {
   need(o.log_level == "trace" || o.log_level == "debug" || o.log_level == "info" || o.log_level == "warn" ||
            o.log_level == "error",
        "--log-level must be trace, debug, info, warn or error, got '" + o.log_level + "'");
+  need(o.log_format == "text" || o.log_format == "json",
+       "--log-format must be text or json, got '" + o.log_format + "'");
   need(o.max_queue >= 0 && o.max_queue <= 4096, "--max-queue must be in [0, 4096]");
   need(o.http_threads >= 2 && o.http_threads <= 4096, "http_threads must be in [2, 4096]");
   need(o.max_body_bytes >= 1024, "max_body_bytes must be at least 1024");

@@ -24,6 +24,7 @@ struct ServerOptions {
   std::string ane_cache_dir = "auto";  // --ane-cache: compiled ANE programs; "auto": ~/.cache/anelm/ane; "": off
   std::string chat_template;           // --chat-template: Jinja file used instead of the model's template
   std::string log_level = "info";      // --log-level: trace | debug | info | warn | error
+  std::string log_format = "text";     // --log-format: text | json (one JSON object per line)
   int http_threads = 64;               // HTTP worker threads (each open connection holds one)
   size_t max_body_bytes = 4u << 20;    // larger request bodies get 413
   int read_timeout_s = 30;             // socket read timeout (slow-loris guard)
