@@ -100,6 +100,28 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
 
 }  // namespace
 
+std::string name_the_flag(int argc, char** argv, const std::string& msg) {
+  // The value is quoted with ‘’ (UTF-8) or '' by cxxopts.
+  size_t open = msg.find("\xe2\x80\x98"), open_len = 3;
+  size_t close = msg.find("\xe2\x80\x99");
+  if (open == std::string::npos) {
+    open = msg.find('\'');
+    open_len = 1;
+    close = open == std::string::npos ? open : msg.find('\'', open + 1);
+  }
+  if (open == std::string::npos || close == std::string::npos || close < open) return msg;
+  const std::string value = msg.substr(open + open_len, close - open - open_len);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == value && i > 1 && argv[i - 1][0] == '-')
+      return std::string(argv[i - 1]) + ": invalid value '" + value + "'";
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos && a.substr(eq + 1) == value)
+      return a.substr(0, eq) + ": invalid value '" + value + "'";
+  }
+  return msg;
+}
+
 bool is_loopback_host(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]" ||
          host.rfind("127.", 0) == 0;
@@ -184,7 +206,7 @@ ParsedServerArgs parse_server_args(int argc, char** argv) {
   try {
     r = opts.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
-    throw Error(ErrorKind::kInvalidArgument, std::string(e.what()) + " (see anelm serve --help)");
+    throw Error(ErrorKind::kInvalidArgument, name_the_flag(argc, argv, e.what()) + " (see anelm serve --help)");
   }
   if (r.count("help")) {
     out.show_help = true;

@@ -55,4 +55,8 @@ void validate_options(const ServerOptions& opts);
 
 bool is_loopback_host(const std::string& host);
 
+// cxxopts names a bad value but not its flag ("Argument 'abc' failed to parse"): the message again
+// with the flag that carried the value found in argv ("--port: invalid value 'abc'").
+std::string name_the_flag(int argc, char** argv, const std::string& cxxopts_message);
+
 }  // namespace anelm::server

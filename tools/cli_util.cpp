@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/error.h"
+#include "server/server_options.h"
 
 namespace anelm::tools {
 
@@ -22,7 +23,7 @@ std::optional<cxxopts::ParseResult> parse_cli(cxxopts::Options& options, int arg
       throw Error(ErrorKind::kInvalidArgument, "unexpected argument '" + result.unmatched()[0] + "'");
     return result;
   } catch (const cxxopts::exceptions::exception& e) {
-    throw Error(ErrorKind::kInvalidArgument, std::string(e.what()) + " (see --help)");
+    throw Error(ErrorKind::kInvalidArgument, server::name_the_flag(argc, argv, e.what()) + " (see --help)");
   }
 }
 

@@ -66,6 +66,16 @@ TEST(ServerOptions, Rejections) {
   EXPECT_THROW(parse({"--config", write_config(R"({"port": "x"})")}), Error);
   EXPECT_THROW(parse({"--config", "/nonexistent/server.json"}), Error);
   EXPECT_THROW(parse({"--config", cfg, "--log-level", "chatty"}), Error);
+  // A bad value names its flag (cxxopts alone says only "Argument 'abc' failed to parse").
+  for (const auto& args : {std::vector<std::string>{"--config", cfg, "--port", "abc"},
+                           std::vector<std::string>{"--config", cfg, "--port=abc"}}) {
+    try {
+      parse(args);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--port: invalid value 'abc'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ServerOptions, AliasChatTemplateAndLogLevel) {
