@@ -32,10 +32,23 @@ ModelBundle load_model_bundle(const engine::EngineOptions& opts, const engine::L
                                         std::to_string(b.tokenizer->vocab_size()) +
                                         " tokens but the model's vocab_size is " +
                                         std::to_string(b.engine->config().vocab_size));
-  // The file or directory name: predictable for clients, unlike general.name.
-  fs::path p(opts.model_path);
-  b.model_id = p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
+  b.model_id = default_model_id(opts.model_path);
   return b;
+}
+
+std::string default_model_id(const std::string& model_path) {
+  const fs::path p = fs::path(model_path).lexically_normal();
+  const fs::path leaf = p.has_filename() ? p : p.parent_path();
+  // A directory inside a HuggingFace cache snapshot (models--ORG--NAME/snapshots/<commit>): the
+  // repository name, not the commit hash that Open WebUI would otherwise show.
+  if (leaf.parent_path().filename() == "snapshots") {
+    const std::string repo = leaf.parent_path().parent_path().filename().string();
+    const size_t sep = repo.find("--", 8);
+    if (repo.rfind("models--", 0) == 0 && sep != std::string::npos)
+      return repo.substr(8, sep - 8) + "/" + repo.substr(sep + 2);
+  }
+  // Otherwise the file or directory name: predictable for clients, unlike general.name.
+  return leaf.filename().string();
 }
 
 }  // namespace anelm::server

@@ -18,6 +18,10 @@ struct ModelBundle {
   std::string model_id;  // name reported by /v1/models
 };
 
+// The /v1/models id of a model path when --alias is not given: "ORG/NAME" for a directory in a
+// HuggingFace cache snapshot, else the file or directory name.
+std::string default_model_id(const std::string& model_path);
+
 ModelBundle load_model_bundle(const engine::EngineOptions& opts,
                               const engine::LoadProgress& progress = {});
 

@@ -1,4 +1,5 @@
 // Tests model resolution: paths, $ANELM_MODEL, HF and anelm caches, offline errors, downloads.
+#include "server/model_bundle.h"
 #include "server/model_resolver.h"
 
 #include <gtest/gtest.h>
@@ -437,6 +438,22 @@ TEST_F(ModelResolverTest, RejectsBadRevisionAndNonRepoNames) {
   opts_.model = "not a model";
   EXPECT_THROW(resolve_model_path(opts_), Error);
   EXPECT_TRUE(hub_.requests().empty());
+}
+
+}  // namespace
+}  // namespace anelm::server
+
+namespace anelm::server {
+namespace {
+
+TEST(DefaultModelId, RepositoryNameForCacheSnapshotsElseTheFileName) {
+  EXPECT_EQ(default_model_id("/h/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/7ae5"),
+            "Qwen/Qwen2.5-0.5B-Instruct");
+  EXPECT_EQ(default_model_id("/h/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/7ae5/"), "Qwen/Qwen2.5-0.5B-Instruct");
+  EXPECT_EQ(default_model_id("/h/hub/models--org--a--b/snapshots/c1"), "org/a--b");
+  EXPECT_EQ(default_model_id("/m/qwen2.5-0.5b-instruct-q4_k_m.gguf"), "qwen2.5-0.5b-instruct-q4_k_m.gguf");
+  EXPECT_EQ(default_model_id("/m/my-model/"), "my-model");
+  EXPECT_EQ(default_model_id("/m/snapshots/x"), "x");  // not a cache layout
 }
 
 }  // namespace
