@@ -25,6 +25,13 @@ install_debs() {
 
 build_anelm() {
   install_debs "${ANELM_DEB_PACKAGES[@]}"
-  cmake -S "$ANELM_ROOT" -B "$ANELM_BUILD" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  local launcher=()
+  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+  if [ ! -f "$ANELM_BUILD/CMakeCache.txt" ]; then
+    log "first build: configuring, then compiling (about 3 minutes on 2 cores; later builds are incremental)"
+  fi
+  log "configuring ($ANELM_BUILD)"
+  cmake -S "$ANELM_ROOT" -B "$ANELM_BUILD" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
+  log "compiling with $(nproc) jobs"
   cmake --build "$ANELM_BUILD" -j"$(nproc)"
 }
