@@ -45,9 +45,14 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     c.arch = Arch::kQwen2;
     c.rope_layout = RopeLayout::kHalf;
     c.qkv_bias = true;
+  } else if (arch == "qwen3") {
+    c.arch = Arch::kQwen3;
+    c.rope_layout = RopeLayout::kHalf;
+    c.qkv_bias = false;
+    c.qk_norm = true;
   } else {
     throw Error(ErrorKind::kUnsupported, "GGUF '" + g.path() + "': architecture '" + arch +
-                                             "' is not supported (supported: llama, qwen2)");
+                                             "' is not supported (supported: llama, qwen2, qwen3)");
   }
   c.name = g.find_string("general.name")
                .value_or(std::filesystem::path(g.path()).stem().string());

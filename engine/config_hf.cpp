@@ -95,12 +95,16 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
   if (arch == "Qwen2ForCausalLM" || arch == "qwen2") {
     c.arch = Arch::kQwen2;
     c.qkv_bias = true;
+  } else if (arch == "Qwen3ForCausalLM" || arch == "qwen3") {
+    c.arch = Arch::kQwen3;
+    c.qkv_bias = j.value("attention_bias", false);
+    c.qk_norm = true;
   } else if (arch == "LlamaForCausalLM" || arch == "llama") {
     c.arch = Arch::kLlama;
     c.qkv_bias = j.value("attention_bias", false);
   } else {
     throw Error(ErrorKind::kUnsupported, "'" + source + "': architecture '" + arch +
-                                             "' is not supported (supported: Qwen2ForCausalLM, LlamaForCausalLM)");
+                                             "' is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");
   }
   c.rope_layout = RopeLayout::kHalf;  // HF stores Q/K unpermuted: rotate-half pairs
   c.d_model = get_int(j, "hidden_size", source, std::nullopt);

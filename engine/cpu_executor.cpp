@@ -14,6 +14,16 @@ namespace {
 // Row granularity of a thread's share (16 floats = one cache line of each output row block).
 constexpr int64_t kRowGrain = 16;
 
+// Qwen3: RMSNorm over each of `rows` heads of head_dim values, in place (a no-op without the weight).
+void head_norm(const TensorView& w, float* x, int rows, const ModelConfig& cfg, const kernels::KernelTable& k) {
+  if (w.empty()) return;
+  const auto* weight = static_cast<const float*>(w.data);
+  for (int r = 0; r < rows; ++r) {
+    float* h = x + static_cast<int64_t>(r) * cfg.head_dim;
+    k.rmsnorm(h, weight, cfg.rms_eps, cfg.head_dim, h);
+  }
+}
+
 void add_bias(const TensorView& b, float* y, int n, int dim, const kernels::KernelTable& k) {
   if (b.empty()) return;
   const auto* bias = static_cast<const float*>(b.data);
@@ -69,6 +79,8 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   add_bias(L.bq, a.q.data(), n, q_dim, k_);
   add_bias(L.bk, a.k.data(), n, kv_dim, k_);
   add_bias(L.bv, a.v.data(), n, kv_dim, k_);
+  head_norm(L.q_norm, a.q.data(), n * cfg_.n_heads, cfg_, k_);
+  head_norm(L.k_norm, a.k.data(), n * cfg_.n_kv_heads, cfg_, k_);
   attention(b);
   const LinearOut o[] = {{&L.wo, a.proj.data()}};
   parallel_linear(pool_, k_, a.att.data(), n, q_dim, o, a.xq.data(), inline_macs_);

@@ -1,7 +1,10 @@
 // Engine facade: Engine::load wires loader -> thread pool -> transformer -> generator for the CPU backend.
 #include "engine/engine.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <string>
 #include <thread>
 
 #include "engine/ane/ane_executor.h"
@@ -73,7 +76,13 @@ class LocalEngine final : public Engine {
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
              opts.kv_type, pool_.size()) {
     if (opts.backend == Backend::kAne) {
-      ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));
+      if (model_->config.qk_norm) {  // the layer programs have no per-head q/k RMSNorm
+        ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(model_->config.arch)) +
+                        "'s per-head q/k norms";
+        spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
+      } else {
+        ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));
+      }
     }
   }
 
@@ -86,6 +95,7 @@ class LocalEngine final : public Engine {
     s.isa = kernels::isa_name(tf_.kernels().isa);
     s.weight_bytes = model_->weight_bytes;
     s.kv_bytes = gen_.kv_bytes();
+    if (!ane_declined_.empty()) s.backend = "cpu (ane declined: " + ane_declined_ + ")";
     if (ane_) {
       const AneBackendStats& a = ane_->stats();
       s.backend = a.backend;
@@ -111,6 +121,7 @@ class LocalEngine final : public Engine {
   Transformer tf_;
   Generator gen_;
   std::unique_ptr<AneBackend> ane_;  // --backend ane: programs + executors installed on tf_
+  std::string ane_declined_;  // why --backend ane runs on the CPU; empty otherwise
 };
 
 }  // namespace

@@ -12,6 +12,7 @@ const char* arch_name(Arch a) {
   switch (a) {
     case Arch::kLlama: return "llama";
     case Arch::kQwen2: return "qwen2";
+    case Arch::kQwen3: return "qwen3";
   }
   return "unknown";
 }

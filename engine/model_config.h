@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2 };
+enum class Arch { kLlama, kQwen2, kQwen3 };
 
 const char* arch_name(Arch a);
 
@@ -28,6 +28,7 @@ struct ModelConfig {
   int rope_dim = 0;            // rotated dims per head (== head_dim for supported models)
   RopeLayout rope_layout = RopeLayout::kHalf;
   bool qkv_bias = false;       // Qwen2 has biases on Q, K, V projections
+  bool qk_norm = false;        // Qwen3: RMSNorm over each head of Q and K (before RoPE)
   bool tie_embeddings = false; // LM head shares the token embedding
   int bos_id = -1;             // -1: none
   std::vector<int> eos_ids;    // end-of-generation ids (EOS, EOT, ...)

@@ -94,6 +94,10 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
       add(&L.bk, "attn_k.bias", "self_attn.k_proj.bias", {kv}, "[kv_dim]", Role::kVector);
       add(&L.bv, "attn_v.bias", "self_attn.v_proj.bias", {kv}, "[kv_dim]", Role::kVector);
     }
+    if (c.qk_norm) {
+      add(&L.q_norm, "attn_q_norm.weight", "self_attn.q_norm.weight", {c.head_dim}, "[head_dim]", Role::kVector);
+      add(&L.k_norm, "attn_k_norm.weight", "self_attn.k_norm.weight", {c.head_dim}, "[head_dim]", Role::kVector);
+    }
     add(&L.wo, "attn_output.weight", "self_attn.o_proj.weight", {d, q}, "[d_model, q_dim]", Role::kMatrix);
     add(&L.ffn_norm, "ffn_norm.weight", "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
     add(&L.w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);

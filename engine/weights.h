@@ -16,6 +16,8 @@ struct LayerWeights {
   TensorView bq;         // [q_dim]   (empty unless qkv_bias)
   TensorView bk;         // [kv_dim]  (empty unless qkv_bias)
   TensorView bv;         // [kv_dim]  (empty unless qkv_bias)
+  TensorView q_norm;     // [head_dim] (empty unless qk_norm)
+  TensorView k_norm;     // [head_dim] (empty unless qk_norm)
   TensorView wo;         // [d_model, q_dim]
   TensorView ffn_norm;   // [d_model]
   TensorView w_gate;     // [d_ff, d_model]

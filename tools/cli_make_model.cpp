@@ -15,8 +15,9 @@ namespace {
 
 engine::Arch parse_arch(const std::string& s) {
   if (s == "qwen2") return engine::Arch::kQwen2;
+  if (s == "qwen3") return engine::Arch::kQwen3;
   if (s == "llama") return engine::Arch::kLlama;
-  throw Error(ErrorKind::kInvalidArgument, "--arch: expected qwen2 or llama, got '" + s + "'");
+  throw Error(ErrorKind::kInvalidArgument, "--arch: expected qwen2, qwen3 or llama, got '" + s + "'");
 }
 
 engine::DType parse_dtype(const std::string& s) {
@@ -38,8 +39,8 @@ engine::ModelFormat parse_format(const std::string& s) {
 int run_make_model(int argc, char** argv) {
   cxxopts::Options options("anelm make-model", "Write a randomly initialised but valid model");
   options.add_options()
-      ("arch", "qwen2 or llama", cxxopts::value<std::string>()->default_value("qwen2"))
-      ("shape", "tiny or qwen2.5-0.5b", cxxopts::value<std::string>()->default_value("tiny"))
+      ("arch", "qwen2, qwen3 or llama", cxxopts::value<std::string>()->default_value("qwen2"))
+      ("shape", "tiny, qwen2.5-0.5b or qwen3-0.6b", cxxopts::value<std::string>()->default_value("tiny"))
       ("dtype", "f32, f16, bf16 or q8_0 (q8_0: gguf only)", cxxopts::value<std::string>()->default_value("f16"))
       ("format", "gguf (a file) or hf (a directory)", cxxopts::value<std::string>()->default_value("gguf"))
       ("out", "output path", cxxopts::value<std::string>())

@@ -39,19 +39,25 @@ ModelConfig shape_config(const MakeModelOptions& o) {
   if (o.shape == "tiny") {
     c.n_layers = 2, c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16, c.d_ff = 128;
     c.max_ctx = 4096;
-    c.tie_embeddings = o.arch == Arch::kQwen2;  // llama: a separate output.weight, to cover both
+    c.tie_embeddings = o.arch != Arch::kLlama;  // llama: a separate output.weight, to cover both
   } else if (o.shape == "qwen2.5-0.5b") {
     c.n_layers = 24, c.d_model = 896, c.n_heads = 14, c.n_kv_heads = 2, c.head_dim = 64, c.d_ff = 4864;
     c.max_ctx = 32768;
     c.tie_embeddings = true;
+  } else if (o.shape == "qwen3-0.6b") {  // head_dim 128 is not d_model / n_heads (64)
+    c.n_layers = 28, c.d_model = 1024, c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128, c.d_ff = 3072;
+    c.max_ctx = 40960;
+    c.tie_embeddings = true;
   } else {
-    throw Error(ErrorKind::kInvalidArgument, "unknown model shape '" + o.shape + "' (tiny | qwen2.5-0.5b)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown model shape '" + o.shape + "' (tiny | qwen2.5-0.5b | qwen3-0.6b)");
   }
   if (o.layers > 0) c.n_layers = o.layers;
   c.rope_dim = c.head_dim;
   c.qkv_bias = o.arch == Arch::kQwen2;
-  c.rope_theta = o.arch == Arch::kQwen2 ? 1000000.0f : 10000.0f;
-  c.rms_eps = o.arch == Arch::kQwen2 ? 1e-6f : 1e-5f;
+  c.qk_norm = o.arch == Arch::kQwen3;
+  c.rope_theta = o.arch == Arch::kLlama ? 10000.0f : 1000000.0f;
+  c.rms_eps = o.arch == Arch::kLlama ? 1e-5f : 1e-6f;
   c.rope_layout = (o.format == ModelFormat::kGguf && o.arch == Arch::kLlama) ? RopeLayout::kInterleaved
                                                                              : RopeLayout::kHalf;
   c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
@@ -74,6 +80,10 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
       p.push_back({g + "attn_q.bias", h + "self_attn.q_proj.bias", {q}, Kind::kBias});
       p.push_back({g + "attn_k.bias", h + "self_attn.k_proj.bias", {kv}, Kind::kBias});
       p.push_back({g + "attn_v.bias", h + "self_attn.v_proj.bias", {kv}, Kind::kBias});
+    }
+    if (c.qk_norm) {
+      p.push_back({g + "attn_q_norm.weight", h + "self_attn.q_norm.weight", {c.head_dim}, Kind::kNorm});
+      p.push_back({g + "attn_k_norm.weight", h + "self_attn.k_norm.weight", {c.head_dim}, Kind::kNorm});
     }
     p.push_back({g + "attn_output.weight", h + "self_attn.o_proj.weight", {d, q}, Kind::kMatrix});
     p.push_back({g + "ffn_norm.weight", h + "post_attention_layernorm.weight", {d}, Kind::kNorm});
@@ -174,7 +184,9 @@ int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& 
 
 void write_hf_config(const ModelConfig& c, DType dtype, const fs::path& dir) {
   nlohmann::ordered_json j = {
-      {"architectures", {c.arch == Arch::kQwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+      {"architectures", {c.arch == Arch::kQwen2   ? "Qwen2ForCausalLM"
+                         : c.arch == Arch::kQwen3 ? "Qwen3ForCausalLM"
+                                                  : "LlamaForCausalLM"}},
       {"model_type", arch_name(c.arch)},
       {"hidden_act", "silu"},
       {"hidden_size", c.d_model},
@@ -191,7 +203,7 @@ void write_hf_config(const ModelConfig& c, DType dtype, const fs::path& dir) {
       {"vocab_size", c.vocab_size},
       {"torch_dtype", dtype == DType::kF32 ? "float32" : dtype == DType::kF16 ? "float16" : "bfloat16"},
   };
-  if (c.arch == Arch::kLlama) j["attention_bias"] = false;
+  if (c.arch != Arch::kQwen2) j["attention_bias"] = false;
   if (c.bos_id >= 0) j["bos_token_id"] = c.bos_id;
   if (!c.eos_ids.empty()) j["eos_token_id"] = c.eos_ids[0];
   std::ofstream out(dir / "config.json");
@@ -215,6 +227,8 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
   w.add_f32(a + ".rope.freq_base", c.rope_theta);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
   w.add_u32(a + ".rope.dimension_count", c.rope_dim);
+  w.add_u32(a + ".attention.key_length", c.head_dim);
+  w.add_u32(a + ".attention.value_length", c.head_dim);
   if (c.arch == Arch::kLlama) w.add_u32(a + ".vocab_size", c.vocab_size);
 }
 
@@ -230,7 +244,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   ModelConfig c = shape_config(o);
   MakerVocab vocab = load_maker_vocab(o.tokenizer);
   int vocab_size = static_cast<int>(vocab.tokens.size());
-  if (o.shape == "qwen2.5-0.5b" && vocab.paddable && vocab_size < 151936) vocab_size = 151936;
+  if (o.shape != "tiny" && vocab.paddable && vocab_size < 151936) vocab_size = 151936;
   pad_maker_vocab(vocab, vocab_size);
   c.vocab_size = vocab_size;
   c.bos_id = vocab.bos;
