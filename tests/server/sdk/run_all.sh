@@ -16,8 +16,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   source "$root/scripts/lib/common.sh"
   install_debs nodejs npm
 fi
-if [ ! -d "$here/node_modules/openai" ]; then
-  echo "sdk tests: installing the openai npm SDK (npm ci)"
+if ! (cd "$here" && npm ls --silent >/dev/null 2>&1); then
+  echo "sdk tests: installing the clients (openai, LangChain JS, Vercel AI SDK: npm ci)"
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
