@@ -21,6 +21,7 @@ int read_id(const engine::GgufFile& g, const std::string& key, int fallback) {
 
 tok::PreTokenizer pre_from_name(const std::string& pre) {
   if (pre == "qwen2" || pre == "deepseek-r1-qwen") return tok::PreTokenizer::kQwen2;
+  if (pre == "qwen35") return tok::PreTokenizer::kQwen35;
   if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3") {
     return tok::PreTokenizer::kLlama3;
   }

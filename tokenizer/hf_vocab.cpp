@@ -85,6 +85,7 @@ PreTokenizer detect_pre(const json& pre, const fs::path& file) {
     if (type == "Split" && p->contains("pattern")) {
       const std::string re = (*p)["pattern"].value("Regex", (*p)["pattern"].value("String", ""));
       if (re.find("\\p{N}{1,3}") != std::string::npos) return PreTokenizer::kLlama3;
+      if (re.find("[\\p{L}\\p{M}]+") != std::string::npos) return PreTokenizer::kQwen35;
       if (re.find("(?i:'s|'t|'re|'ve|'m|'ll|'d)") != std::string::npos) return PreTokenizer::kQwen2;
       if (re.find("'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+") != std::string::npos) return PreTokenizer::kGpt2;
       fail(file, "pre_tokenizer: unsupported Split pattern " + re);

@@ -14,7 +14,9 @@ struct CodePoints {
   std::vector<uint8_t> cls;
   std::vector<size_t> off;  // size n + 1
 
-  explicit CodePoints(std::string_view text) {
+  bool marks = false;  // Qwen3.5: \p{M} joins \p{L} in words and leaves the "other" class
+
+  CodePoints(std::string_view text, bool with_marks) : marks(with_marks) {
     cp.reserve(text.size());
     for (size_t i = 0; i < text.size();) {
       size_t len = 0;
@@ -28,10 +30,15 @@ struct CodePoints {
     off.push_back(text.size());
   }
   size_t size() const { return cp.size(); }
-  bool letter(size_t i) const { return i < size() && (cls[i] & unicode::kLetter); }
+  bool letter(size_t i) const {
+    return i < size() && ((cls[i] & unicode::kLetter) || (marks && (cls[i] & unicode::kMark)));
+  }
   bool number(size_t i) const { return i < size() && (cls[i] & unicode::kNumber); }
   bool space(size_t i) const { return i < size() && (cls[i] & unicode::kWhitespace); }
-  bool other(size_t i) const { return i < size() && cls[i] == 0; }
+  bool other(size_t i) const {
+    constexpr uint8_t kClassed = unicode::kLetter | unicode::kNumber | unicode::kWhitespace;
+    return i < size() && (cls[i] & kClassed) == 0 && !(marks && (cls[i] & unicode::kMark));
+  }
   bool newline(size_t i) const { return i < size() && (cp[i] == '\r' || cp[i] == '\n'); }
   uint32_t lower(size_t i) const { return i < size() ? unicode::ascii_lower(cp[i]) : 0; }
   uint32_t at(size_t i) const { return i < size() ? cp[i] : 0; }
@@ -62,7 +69,7 @@ size_t match_whitespace(const CodePoints& c, size_t i, bool newline_rule) {
   return end;
 }
 
-// Qwen2 (max_digits 1) and Llama-3 (max_digits 3).
+// Qwen2 and Qwen3.5 (max_digits 1; Qwen3.5 with marks) and Llama-3 (max_digits 3).
 size_t next_word_llama3(const CodePoints& c, size_t i, size_t max_digits) {
   if (size_t n = match_contraction(c, i, true)) return i + n;
   // [^\r\n\p{L}\p{N}]?\p{L}+
@@ -118,11 +125,12 @@ std::vector<std::string_view> pre_tokenize(std::string_view text, PreTokenizer k
     words.push_back(text);
     return words;
   }
-  const CodePoints c(text);
+  const CodePoints c(text, kind == PreTokenizer::kQwen35);
   for (size_t i = 0; i < c.size();) {
     size_t end = 0;
     switch (kind) {
-      case PreTokenizer::kQwen2: end = next_word_llama3(c, i, 1); break;
+      case PreTokenizer::kQwen2:
+      case PreTokenizer::kQwen35: end = next_word_llama3(c, i, 1); break;
       case PreTokenizer::kLlama3: end = next_word_llama3(c, i, 3); break;
       default: end = next_word_gpt2(c, i); break;
     }

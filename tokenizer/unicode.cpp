@@ -63,6 +63,8 @@ uint8_t classify(uint32_t cp) {
       return kNumber;
     case UTF8PROC_CATEGORY_ZS: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP:
       return kWhitespace;
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
+      return kMark;
     default:
       return 0;
   }

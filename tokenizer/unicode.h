@@ -20,8 +20,9 @@ void append_utf8(std::string& out, uint32_t cp);
 // Length of the sequence a lead byte announces (1 for continuation/invalid bytes).
 size_t sequence_length(unsigned char lead);
 
-// Character classes used by the GPT-2 family regexes: \p{L}, \p{N} and \s (Unicode White_Space).
-enum CpClass : uint8_t { kLetter = 1, kNumber = 2, kWhitespace = 4 };
+// Character classes used by the GPT-2 family regexes: \p{L}, \p{N}, \s (Unicode White_Space) and
+// \p{M} (combining marks: only the Qwen3.5 regex treats them apart from "other").
+enum CpClass : uint8_t { kLetter = 1, kNumber = 2, kWhitespace = 4, kMark = 8 };
 uint8_t classify(uint32_t cp);
 
 // ASCII-only lower-casing: enough for the (?i:'s|'t|...) contraction rule.

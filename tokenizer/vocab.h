@@ -12,7 +12,7 @@ enum class VocabKind {
   kSentencePiece,    // SentencePiece BPE with scores and <0xNN> byte fallback; GGUF model = "llama"
 };
 
-enum class PreTokenizer { kQwen2, kLlama3, kGpt2, kNone };
+enum class PreTokenizer { kQwen2, kQwen35, kLlama3, kGpt2, kNone };
 
 // Token attributes as in GGUF tokenizer.ggml.token_type.
 enum class TokenType : int32_t {

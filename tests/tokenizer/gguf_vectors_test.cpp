@@ -15,10 +15,10 @@ std::unique_ptr<Tokenizer> load_gguf(const std::filesystem::path& path) {
   return Tokenizer::create(server::vocab_from_gguf(*gguf));
 }
 
-int count_passing(const Tokenizer& tok, const std::string& name) {
+int count_passing(const Tokenizer& tok, const std::string& name, size_t n_cases = 46) {
   const auto dir = *::anelm::testing::shared_model(name);
   const auto cases = testing::read_vocab_cases(dir.string() + ".inp", dir.string() + ".out");
-  EXPECT_EQ(cases.size(), 46u);
+  EXPECT_EQ(cases.size(), n_cases);
   int passed = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto got = tok.encode(cases[i].text, false);
@@ -42,6 +42,28 @@ TEST(GgufVectors, LlamaSpmAll46) {
   const auto tok = load_gguf(path);
   EXPECT_EQ(tok->vocab().kind, VocabKind::kSentencePiece);
   EXPECT_EQ(count_passing(*tok, "ggml-vocab-llama-spm.gguf"), 46);
+}
+
+// Llama-3.x's BPE vocabulary (Llama-3.2 1B/3B) and Phi-3's SentencePiece one.
+TEST(GgufVectors, LlamaBpeAll46) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "ggml-vocab-llama-bpe.gguf");
+  const auto tok = load_gguf(path);
+  EXPECT_EQ(tok->vocab().kind, VocabKind::kByteLevelBpe);
+  EXPECT_EQ(tok->vocab().pre, PreTokenizer::kLlama3);
+  EXPECT_EQ(count_passing(*tok, "ggml-vocab-llama-bpe.gguf"), 46);
+}
+
+TEST(GgufVectors, Phi3All46) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "ggml-vocab-phi-3.gguf");
+  const auto tok = load_gguf(path);
+  EXPECT_EQ(tok->vocab().kind, VocabKind::kSentencePiece);
+  EXPECT_EQ(count_passing(*tok, "ggml-vocab-phi-3.gguf"), 46);
+}
+
+TEST(GgufVectors, Qwen35All50) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "ggml-vocab-qwen35.gguf");
+  const auto tok = load_gguf(path);
+  EXPECT_EQ(count_passing(*tok, "ggml-vocab-qwen35.gguf", 50), 50);
 }
 
 TEST(GgufVectors, HfQwenFilesGiveTheSameIdsAsGguf) {

@@ -79,3 +79,22 @@ TEST(PreTokenizer, MatchesReferenceRegexes) {
 
 }  // namespace
 }  // namespace anelm::tok
+
+namespace anelm::tok {
+namespace {
+
+// Qwen3.5's regex keeps combining marks with their letters ([\p{L}\p{M}]+) and out of punctuation
+// runs; Qwen2's splits them off as "other".
+TEST(PreTokenizer, Qwen35KeepsCombiningMarksInWords) {
+  const std::string text = "e\xcc\x81t\xc3\xa9 \xe0\xa4\x95\xe0\xa4\xbf!";  // e + U+0301, "té", Devanagari ka + vowel sign i
+  const auto q35 = pre_tokenize(text, PreTokenizer::kQwen35);
+  const auto q2 = pre_tokenize(text, PreTokenizer::kQwen2);
+  ASSERT_EQ(q35.size(), 3u);
+  EXPECT_EQ(q35[0], "e\xcc\x81t\xc3\xa9");
+  EXPECT_EQ(q35[1], " \xe0\xa4\x95\xe0\xa4\xbf");
+  EXPECT_EQ(q35[2], "!");
+  EXPECT_GT(q2.size(), q35.size());
+}
+
+}  // namespace
+}  // namespace anelm::tok
