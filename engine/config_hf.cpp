@@ -2,6 +2,7 @@
 #include "engine/config_hf.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -82,6 +83,39 @@ std::vector<int> get_id_list(const json& j, const char* key, const std::string& 
 
 }  // namespace
 
+namespace {
+
+// transformers' _compute_llama3_parameters as per-pair divisors of the frequency (llama.cpp's
+// rope_freqs): long wavelengths slowed by `factor`, short ones kept, a smooth blend between.
+std::vector<float> llama3_rope_factors(const json& rs, const ModelConfig& c, const std::string& source) {
+  const std::string type = rs.is_object() ? rs.value("rope_type", rs.value("type", std::string())) : "";
+  if (type == "default") return {};
+  if (type != "llama3") {
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': rope_scaling " + rs.dump().substr(0, 200) +
+                                             " is not supported (supported: rope_type llama3)");
+  }
+  auto num = [&](const char* key, double fallback) {
+    const auto v = rs.find(key);
+    if (v == rs.end()) return fallback;
+    if (!v->is_number() || !(v->get<double>() > 0))
+      throw Error(ErrorKind::kFormat, "'" + source + "': rope_scaling." + key + " must be a positive number");
+    return v->get<double>();
+  };
+  const double factor = num("factor", 8), low = num("low_freq_factor", 1), high = num("high_freq_factor", 4);
+  const double old_ctx = num("original_max_position_embeddings", 8192);
+  if (!(high > low)) throw Error(ErrorKind::kFormat, "'" + source + "': rope_scaling needs high_freq_factor > low_freq_factor");
+  return llama3_rope_freq_factors(c.rope_theta, c.rope_dim, factor, low, high, old_ctx);
+}
+
+}  // namespace
+
+namespace {
+
+// transformers' _compute_llama3_parameters as per-pair divisors of the frequency (llama.cpp's
+// rope_freqs): long wavelengths slowed by `factor`, short ones kept, a smooth blend between.
+
+}  // namespace
+
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
   json j = parse_json(json_text, source);
   ModelConfig c;
@@ -119,7 +153,7 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
   c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-6f);
   c.rope_theta = get_float(j, "rope_theta", source, 10000.0f);
   if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
-    throw Error(ErrorKind::kUnsupported, "'" + source + "': rope_scaling " + it->dump() + " is not supported");
+    c.rope_freq_factors = llama3_rope_factors(*it, c, source);
   }
   if (auto it = j.find("tie_word_embeddings"); it != j.end() && !it->is_null()) {
     if (!it->is_boolean()) {

@@ -106,8 +106,8 @@ void CpuExecutor::attention(const LayerBatch& b) {
     float* q = a.q.data() + static_cast<int64_t>(t) * q_dim;
     float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
     const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
-    k_.rope(q, n_heads, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout);
-    k_.rope(kr, n_kv, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout);
+    k_.rope(q, n_heads, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
+    k_.rope(kr, n_kv, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
     for (int h = 0; h < n_kv; ++h) {
       const int64_t at = static_cast<int64_t>(b.pos + t) * kv.row_bytes();
       k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);

@@ -8,6 +8,25 @@
 
 namespace anelm::engine {
 
+std::vector<float> llama3_rope_freq_factors(double theta, int rope_dim, double factor, double low_freq_factor,
+                                            double high_freq_factor, double old_ctx) {
+  const double low_wavelen = old_ctx / low_freq_factor, high_wavelen = old_ctx / high_freq_factor;
+  std::vector<float> out;
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    const double freq = std::pow(theta, -2.0 * i / rope_dim);
+    const double wavelen = 2 * M_PI / freq;
+    double divisor = 1;
+    if (wavelen > low_wavelen) {
+      divisor = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (old_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      divisor = 1 / ((1 - smooth) / factor + smooth);
+    }
+    out.push_back(static_cast<float>(divisor));
+  }
+  return out;
+}
+
 const char* arch_name(Arch a) {
   switch (a) {
     case Arch::kLlama: return "llama";
@@ -56,6 +75,15 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0) {
     p.add("rope_dim", rope_dim, "must be even and in 1..head_dim = " + std::to_string(head_dim));
+  }
+  if (!rope_freq_factors.empty() && static_cast<int>(rope_freq_factors.size()) != rope_dim / 2) {
+    p.add("rope_freq_factors.size", rope_freq_factors.size(), "must be rope_dim / 2 = " + std::to_string(rope_dim / 2));
+  }
+  for (float f : rope_freq_factors) {
+    if (!(f > 0.0f) || !std::isfinite(f)) {
+      p.add("rope_freq_factors", f, "must be finite and > 0");
+      break;
+    }
   }
   if (!(rms_eps > 0.0f && rms_eps < 1e-1f)) p.add("rms_eps", rms_eps, "must be in (0, 0.1)");
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)) p.add("rope_theta", rope_theta, "must be > 0");

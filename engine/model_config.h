@@ -12,6 +12,12 @@ enum class Arch { kLlama, kQwen2, kQwen3 };
 
 const char* arch_name(Arch a);
 
+// Llama-3's rope scaling (transformers' _compute_llama3_parameters) as per-pair divisors of the
+// RoPE frequency, as llama.cpp's converter writes them to rope_freqs: wavelengths beyond
+// old_ctx / low_freq_factor slowed by `factor`, below old_ctx / high_freq_factor kept, blended between.
+std::vector<float> llama3_rope_freq_factors(double theta, int rope_dim, double factor, double low_freq_factor,
+                                            double high_freq_factor, double old_ctx);
+
 struct ModelConfig {
   Arch arch = Arch::kLlama;
   std::string name;            // human-readable model name (general.name or directory name)
@@ -32,6 +38,12 @@ struct ModelConfig {
   bool tie_embeddings = false; // LM head shares the token embedding
   int bos_id = -1;             // -1: none
   std::vector<int> eos_ids;    // end-of-generation ids (EOS, EOT, ...)
+
+  // Divisors of each RoPE pair's frequency (rope_dim / 2), empty when unscaled: GGUF rope_freqs, or
+  // computed from HF rope_scaling {"rope_type": "llama3", factor, low/high_freq_factor,
+  // original_max_position_embeddings}.
+  std::vector<float> rope_freq_factors;
+  const float* rope_factors() const { return rope_freq_factors.empty() ? nullptr : rope_freq_factors.data(); }
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }

@@ -252,6 +252,17 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
     std::shared_ptr<GgufFile> g = GgufFile::open(path);
     m->config = config_from_gguf(*g);
     m->owners.push_back(g);
+    // Llama-3.x rope scaling, as llama.cpp's converter stores it: per-pair frequency divisors.
+    if (const GgufTensorInfo* rf = g->find_tensor("rope_freqs.weight")) {
+      const TensorView v = g->tensor_view(*rf);
+      if (v.dtype != DType::kF32 || v.numel() != m->config.rope_dim / 2) {
+        throw Error(ErrorKind::kFormat, "GGUF '" + path + "': tensor 'rope_freqs.weight' must be f32 [" +
+                                            std::to_string(m->config.rope_dim / 2) + "], got " +
+                                            dtype_name(v.dtype) + " with " + std::to_string(v.numel()) + " elements");
+      }
+      const auto* f = static_cast<const float*>(v.data);
+      m->config.rope_freq_factors.assign(f, f + v.numel());
+    }
     lookup = [g](const std::string& name) -> std::optional<TensorView> {
       const GgufTensorInfo* info = g->find_tensor(name);
       if (!info) return std::nullopt;

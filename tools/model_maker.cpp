@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-enum class Kind { kEmbed, kMatrix, kNorm, kBias };
+enum class Kind { kEmbed, kMatrix, kNorm, kBias, kRopeFreqs };
 
 // One tensor to write. `permute_heads` > 0: a llama GGUF Q/K matrix whose rows are stored in
 // llama.cpp's converter order for that many heads.
@@ -33,10 +33,17 @@ struct Plan {
   int permute_heads = 0;
 };
 
+// Llama-3.2's rope_scaling: factor, low_freq_factor, high_freq_factor, original_max_position_embeddings.
+constexpr double kLlama32Scaling[4] = {32, 1, 4, 8192};
+
 ModelConfig shape_config(const MakeModelOptions& o) {
   ModelConfig c;
   c.arch = o.arch;
-  if (o.shape == "tiny") {
+  const bool llama32 = o.shape.rfind("llama-3.2", 0) == 0;
+  if (llama32 && o.arch != Arch::kLlama) {
+    throw Error(ErrorKind::kInvalidArgument, "shape '" + o.shape + "' needs --arch llama");
+  }
+  if (o.shape == "tiny" || o.shape == "llama-3.2-tiny") {
     c.n_layers = 2, c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16, c.d_ff = 128;
     c.max_ctx = 4096;
     c.tie_embeddings = o.arch != Arch::kLlama;  // llama: a separate output.weight, to cover both
@@ -44,13 +51,17 @@ ModelConfig shape_config(const MakeModelOptions& o) {
     c.n_layers = 24, c.d_model = 896, c.n_heads = 14, c.n_kv_heads = 2, c.head_dim = 64, c.d_ff = 4864;
     c.max_ctx = 32768;
     c.tie_embeddings = true;
+  } else if (o.shape == "llama-3.2-1b") {
+    c.n_layers = 16, c.d_model = 2048, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 64, c.d_ff = 8192;
+    c.max_ctx = 131072;
   } else if (o.shape == "qwen3-0.6b") {  // head_dim 128 is not d_model / n_heads (64)
     c.n_layers = 28, c.d_model = 1024, c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128, c.d_ff = 3072;
     c.max_ctx = 40960;
     c.tie_embeddings = true;
   } else {
     throw Error(ErrorKind::kInvalidArgument,
-                "unknown model shape '" + o.shape + "' (tiny | qwen2.5-0.5b | qwen3-0.6b)");
+                "unknown model shape '" + o.shape +
+                    "' (tiny | qwen2.5-0.5b | qwen3-0.6b | llama-3.2-1b | llama-3.2-tiny)");
   }
   if (o.layers > 0) c.n_layers = o.layers;
   c.rope_dim = c.head_dim;
@@ -60,6 +71,12 @@ ModelConfig shape_config(const MakeModelOptions& o) {
   c.rms_eps = o.arch == Arch::kLlama ? 1e-5f : 1e-6f;
   c.rope_layout = (o.format == ModelFormat::kGguf && o.arch == Arch::kLlama) ? RopeLayout::kInterleaved
                                                                              : RopeLayout::kHalf;
+  if (llama32) {  // tied embeddings, theta 500000, rope scaling
+    c.tie_embeddings = true;
+    c.rope_theta = 500000.0f;
+    c.rope_freq_factors = llama3_rope_freq_factors(c.rope_theta, c.rope_dim, kLlama32Scaling[0], kLlama32Scaling[1],
+                                                   kLlama32Scaling[2], kLlama32Scaling[3]);
+  }
   c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
   return c;
 }
@@ -92,6 +109,9 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({g + "ffn_down.weight", h + "mlp.down_proj.weight", {d, ff}, Kind::kMatrix});
   }
   p.push_back({"output_norm.weight", "model.norm.weight", {d}, Kind::kNorm});
+  // GGUF only: llama.cpp's converter stores Llama-3 rope scaling as this tensor (HF: config.json).
+  if (llama_gguf && !c.rope_freq_factors.empty())
+    p.push_back({"rope_freqs.weight", "", {static_cast<int64_t>(c.rope_freq_factors.size())}, Kind::kRopeFreqs});
   if (!c.tie_embeddings) p.push_back({"output.weight", "lm_head.weight", {v, d}, Kind::kMatrix});
   return p;
 }
@@ -128,8 +148,12 @@ int64_t source_row(const Plan& p, int64_t r) {
 }
 
 // Fills one stored row in f32, already rounded to `round_to` so every format sees equal values.
-void gen_row(const Plan& p, uint64_t key, int64_t r, DType round_to, float* out) {
+void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DType round_to, float* out) {
   const int64_t cols = p.shape.size() == 2 ? p.shape[1] : p.shape[0];
+  if (p.kind == Kind::kRopeFreqs) {
+    std::copy(cfg.rope_freq_factors.begin(), cfg.rope_freq_factors.end(), out);
+    return;
+  }
   const int64_t src = source_row(p, r);
   float scale = 0, offset = 0;
   switch (p.kind) {
@@ -139,6 +163,7 @@ void gen_row(const Plan& p, uint64_t key, int64_t r, DType round_to, float* out)
     case Kind::kMatrix: scale = 2.0f / std::sqrt(static_cast<float>(cols)); break;
     case Kind::kNorm: scale = 0.05f, offset = 1.0f; break;
     case Kind::kBias: scale = 0.1f; break;
+    case Kind::kRopeFreqs: break;
   }
   for (int64_t c = 0; c < cols; ++c) {
     float x = offset + scale * normal_at(key, static_cast<uint64_t>(src * cols + c));
@@ -150,8 +175,8 @@ void gen_row(const Plan& p, uint64_t key, int64_t r, DType round_to, float* out)
 
 // Streams every planned tensor through `sink(bytes, n)`, in plan order, ~4 MiB at a time.
 template <typename Sink>
-int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& types, uint64_t seed,
-                       DType value_dtype, Sink&& sink) {
+int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& types, const ModelConfig& cfg,
+                       uint64_t seed, DType value_dtype, Sink&& sink) {
   int64_t total = 0;
   std::vector<uint8_t> buf;
   std::vector<float> row;
@@ -165,7 +190,7 @@ int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& 
     const DType round_to = value_dtype == DType::kQ8_0 ? DType::kF32 : value_dtype;
     row.resize(cols);
     for (int64_t r = 0; r < rows; ++r) {
-      gen_row(p, key, r, round_to, row.data());
+      gen_row(p, cfg, key, r, round_to, row.data());
       const size_t at = buf.size();
       buf.resize(at + row_bytes);
       kernels::row_from_f32(row.data(), types[i], buf.data() + at, cols);
@@ -198,7 +223,12 @@ void write_hf_config(const ModelConfig& c, DType dtype, const fs::path& dir) {
       {"max_position_embeddings", c.max_ctx},
       {"rms_norm_eps", c.rms_eps},
       {"rope_theta", c.rope_theta},
-      {"rope_scaling", nullptr},
+      {"rope_scaling", c.rope_freq_factors.empty()
+                           ? nlohmann::ordered_json(nullptr)
+                           : nlohmann::ordered_json{{"rope_type", "llama3"}, {"factor", kLlama32Scaling[0]},
+                                                    {"low_freq_factor", kLlama32Scaling[1]},
+                                                    {"high_freq_factor", kLlama32Scaling[2]},
+                                                    {"original_max_position_embeddings", kLlama32Scaling[3]}}},
       {"tie_word_embeddings", c.tie_embeddings},
       {"vocab_size", c.vocab_size},
       {"torch_dtype", dtype == DType::kF32 ? "float32" : dtype == DType::kF16 ? "float16" : "bfloat16"},
@@ -244,7 +274,9 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   ModelConfig c = shape_config(o);
   MakerVocab vocab = load_maker_vocab(o.tokenizer);
   int vocab_size = static_cast<int>(vocab.tokens.size());
-  if (o.shape != "tiny" && vocab.paddable && vocab_size < 151936) vocab_size = 151936;
+  if (o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b") {
+    if (vocab.paddable && vocab_size < 151936) vocab_size = 151936;
+  }
   pad_maker_vocab(vocab, vocab_size);
   c.vocab_size = vocab_size;
   c.bos_id = vocab.bos;
@@ -259,7 +291,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   made.config = c;
   for (const Plan& p : plan) {
     // GGUF keeps norms and biases in f32 as llama.cpp's converter does; HF uses one dtype throughout.
-    const bool vec = p.kind == Kind::kNorm || p.kind == Kind::kBias;
+    const bool vec = p.kind == Kind::kNorm || p.kind == Kind::kBias || p.kind == Kind::kRopeFreqs;
     types.push_back(gguf && vec ? DType::kF32 : o.dtype);
     int64_t n = 1;
     for (int64_t s : p.shape) n *= s;
@@ -271,7 +303,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     add_maker_vocab_to_gguf(vocab, w);
     for (size_t i = 0; i < plan.size(); ++i) w.add_tensor(plan[i].gguf_name, types[i], plan[i].shape);
     w.begin(out);
-    made.data_bytes = stream_tensors(plan, types, o.seed, o.dtype,
+    made.data_bytes = stream_tensors(plan, types, c, o.seed, o.dtype,
                                      [&](const void* d, size_t n) { w.write_data(d, n); });
     w.finish();
   } else {
@@ -281,7 +313,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     std::vector<SafetensorsWriter::Decl> decls;
     for (size_t i = 0; i < plan.size(); ++i) decls.push_back({plan[i].hf_name, types[i], plan[i].shape});
     SafetensorsWriter w((fs::path(out) / "model.safetensors").string(), decls, {{"format", "pt"}});
-    made.data_bytes = stream_tensors(plan, types, o.seed, o.dtype,
+    made.data_bytes = stream_tensors(plan, types, c, o.seed, o.dtype,
                                      [&](const void* d, size_t n) { w.append_data(d, n); });
     w.finish();
   }

@@ -31,8 +31,9 @@ struct KernelTable {
   void (*dequantize_row)(const void* w, DType t, int64_t row, int64_t cols,
                          float* __restrict out) = nullptr;
   void (*rmsnorm)(const float* x, const float* w, float eps, int n, float* out) = nullptr;
+  // freq_factors: null, or rope_dim/2 divisors of each pair's frequency (see ref::rope).
   void (*rope)(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta,
-               RopeLayout layout) = nullptr;
+               RopeLayout layout, const float* freq_factors) = nullptr;
   void (*softmax)(float* x, int n) = nullptr;
   // max(x) + log(sum(exp(x - max(x)))) over x[0..n): the log-softmax normaliser of a logit row.
   float (*log_sum_exp)(const float* x, int n) = nullptr;

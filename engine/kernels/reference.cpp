@@ -74,12 +74,14 @@ void rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
-void rope(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta, RopeLayout layout) {
+void rope(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta, RopeLayout layout,
+          const float* freq_factors) {
   const int half = rope_dim / 2;
   for (int h = 0; h < n_heads; ++h) {
     float* xh = x + h * head_dim;
     for (int i = 0; i < half; ++i) {
-      const double freq = std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
+      double freq = std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
+      if (freq_factors) freq /= freq_factors[i];
       const double angle = pos * freq;
       const float c = static_cast<float>(std::cos(angle));
       const float s = static_cast<float>(std::sin(angle));

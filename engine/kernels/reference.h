@@ -26,8 +26,10 @@ void dequantize_q8(const QBlock8* q, int64_t n, float* __restrict out);
 void rmsnorm(const float* x, const float* w, float eps, int n, float* out);
 
 // Rotates the first rope_dim dims of each of n_heads heads ([n_heads][head_dim], in place) for
-// position pos: pair i uses angle pos * theta^(-2i/rope_dim). Pairs per RopeLayout.
-void rope(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta, RopeLayout layout);
+// position pos: pair i uses angle pos * theta^(-2i/rope_dim) / freq_factors[i] (freq_factors: null,
+// or rope_dim/2 divisors: Llama-3's rope scaling, GGUF rope_freqs). Pairs per RopeLayout.
+void rope(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta, RopeLayout layout,
+          const float* freq_factors = nullptr);
 
 // In-place softmax over x[0..n).
 void softmax(float* x, int n);

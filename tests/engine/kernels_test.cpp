@@ -240,9 +240,15 @@ TEST_P(KernelsTest, RopeMatchesReferenceBothLayouts) {
           const auto x = random_floats(heads * head_dim, 31 + pos + head_dim);
           auto e = x, a = x;
           ref::rope(e.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout);
-          k().rope(a.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout);
+          k().rope(a.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout, nullptr);
           expect_close(tag("rope hd=" + std::to_string(head_dim) + " pos=" + std::to_string(pos)), e.data(),
                        a.data(), heads * head_dim, 1e-6f, 1e-6f);
+          std::vector<float> factors(static_cast<size_t>(rope_dim / 2));
+          for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 3.0f * static_cast<float>(i % 3);
+          auto es = x, as = x;
+          ref::rope(es.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout, factors.data());
+          k().rope(as.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout, factors.data());
+          expect_close(tag("scaled rope"), es.data(), as.data(), heads * head_dim, 1e-6f, 1e-6f);
           if (pos == 0) expect_close(tag("rope pos 0 is identity"), x.data(), a.data(), heads * head_dim, 0.0f);
         }
       }
@@ -259,6 +265,12 @@ TEST(ReferenceKernels, RopeRotatesTheDocumentedPairs) {
   EXPECT_NEAR(half[2], std::sin(1.0f), 1e-6);  // x[0] pairs with x[0 + d/2]
   EXPECT_NEAR(inter[0], std::cos(1.0f), 1e-6);
   EXPECT_NEAR(inter[1], std::sin(1.0f), 1e-6);  // x[0] pairs with x[1]
+  // A frequency factor divides the pair's angle (Llama-3 rope scaling): factor 4 -> 0.25 rad.
+  float scaled[4] = {1, 0, 0, 0};
+  const float factors[2] = {4.0f, 1.0f};
+  ref::rope(scaled, 1, 4, 4, 1, 10000.0f, RopeLayout::kHalf, factors);
+  EXPECT_NEAR(scaled[0], std::cos(0.25f), 1e-6);
+  EXPECT_NEAR(scaled[2], std::sin(0.25f), 1e-6);
 }
 
 TEST_P(KernelsTest, AttendHeadMatchesReference) {

@@ -46,8 +46,8 @@ std::vector<float> naive_forward(const ModelConfig& c, const ModelWeights& w, Na
       ref::add(k.data(), f32(L.bk), kv_dim, k.data());
       ref::add(v.data(), f32(L.bv), kv_dim, v.data());
     }
-    ref::rope(q.data(), c.n_heads, hd, c.rope_dim, pos, c.rope_theta, c.rope_layout);
-    ref::rope(k.data(), c.n_kv_heads, hd, c.rope_dim, pos, c.rope_theta, c.rope_layout);
+    ref::rope(q.data(), c.n_heads, hd, c.rope_dim, pos, c.rope_theta, c.rope_layout, c.rope_factors());
+    ref::rope(k.data(), c.n_kv_heads, hd, c.rope_dim, pos, c.rope_theta, c.rope_layout, c.rope_factors());
     float* kc = s.k_cache.data() + (static_cast<size_t>(l) * s.ctx) * kv_dim;
     float* vc = s.v_cache.data() + (static_cast<size_t>(l) * s.ctx) * kv_dim;
     for (int i = 0; i < kv_dim; ++i) {
