@@ -1,0 +1,44 @@
+// The marker table of the output parser: the literal text each model format writes around its
+// reasoning and its tool calls, and which marker opens a call block in free content. It exists so
+// that the stream machine (stream_machine.cpp, stream_block.cpp) spells no marker itself and a new
+// format's markers are added in one place. The syntaxes are described in chat_format.h. Internal:
+// not part of the public API.
+#pragma once
+
+#include <string_view>
+
+#include "chat/chat_format.h"
+
+namespace anelm::chat::detail {
+
+// Tool-call markup.
+inline constexpr std::string_view kHermesOpen = "<tool_call>";
+inline constexpr std::string_view kHermesClose = "</tool_call>";
+inline constexpr std::string_view kMistralOpen = "[TOOL_CALLS]";
+inline constexpr std::string_view kArgsMarker = "[ARGS]";         // Mistral: name[ARGS]{...}
+inline constexpr std::string_view kCallIdMarker = "[CALL_ID]";    // Mistral: name[CALL_ID]id[ARGS]
+inline constexpr std::string_view kPythonTag = "<|python_tag|>";  // Llama 3: before a bare call
+
+// The marker that opens a call block inside content (Hermes, Mistral); empty for the syntaxes
+// whose calls are recognised otherwise (Llama 3 and generic: a reply that begins with '{').
+inline std::string_view tool_trigger(ToolSyntax syntax) {
+  switch (syntax) {
+    case ToolSyntax::kHermes:
+      return kHermesOpen;
+    case ToolSyntax::kMistral:
+      return kMistralOpen;
+    default:
+      return {};
+  }
+}
+
+// Reasoning block markers: [THINK]...[/THINK] for kThinkBrackets, <think>...</think> otherwise.
+struct ThinkMarkers {
+  std::string_view open, close;
+};
+inline ThinkMarkers think_markers(ReasoningSyntax syntax) {
+  if (syntax == ReasoningSyntax::kThinkBrackets) return {"[THINK]", "[/THINK]"};
+  return {"<think>", "</think>"};
+}
+
+}  // namespace anelm::chat::detail
