@@ -2,7 +2,6 @@
 #include "grammar/state_store.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace anelm::grammar {
 
@@ -27,12 +26,15 @@ int32_t StateStore::frame(uint32_t pos, uint32_t utf8, int32_t parent) {
 }
 
 bool StateStore::close(std::vector<int32_t>& work, std::vector<int32_t>& out) {
-  std::unordered_set<int32_t> seen;
+  if (++epoch_ == 0) std::fill(seen_.begin(), seen_.end(), 0u), epoch_ = 1;
+  size_t visited = 0;
   while (!work.empty()) {
     int32_t id = work.back();
     work.pop_back();
-    if (!seen.insert(id).second) continue;
-    if (seen.size() > 64 * kMaxStacks) return false;
+    if (seen_.size() < frames_.size()) seen_.resize(frames_.size() * 2, 0);
+    if (seen_[static_cast<size_t>(id)] == epoch_) continue;
+    seen_[static_cast<size_t>(id)] = epoch_;
+    if (++visited > 64 * kMaxStacks) return false;
     if (id == 0) {
       out.push_back(0);
       continue;
@@ -58,18 +60,20 @@ int32_t StateStore::intern(std::vector<int32_t>& stacks) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty() || stacks.size() > kMaxStacks) return kDead;
-  std::string key(reinterpret_cast<const char*>(stacks.data()), stacks.size() * sizeof(int32_t));
-  auto [it, added] = set_ids_.try_emplace(std::move(key), static_cast<int32_t>(sets_.size()));
-  if (added) {
-    can_end_.push_back(stacks.front() == 0);
-    sets_.push_back(stacks);
-    trans_.resize(sets_.size() * 256, kUnknown);
-  }
-  return it->second;
+  key_.assign(reinterpret_cast<const char*>(stacks.data()), stacks.size() * sizeof(int32_t));
+  if (auto it = set_ids_.find(key_); it != set_ids_.end()) return it->second;
+  auto id = static_cast<int32_t>(sets_.size());
+  set_ids_.emplace(key_, id);
+  can_end_.push_back(stacks.front() == 0);
+  sets_.push_back(stacks);
+  trans_.resize(sets_.size() * 256, kUnknown);
+  return id;
 }
 
 int32_t StateStore::compute(int32_t state, uint8_t byte) {
-  std::vector<int32_t> work, out;
+  std::vector<int32_t>& work = work_;
+  std::vector<int32_t>& out = out_;
+  work.clear(), out.clear();
   for (int32_t id : sets_[static_cast<size_t>(state)]) {
     if (id == 0) continue;  // the finished parse takes no more input
     Frame f = frames_[static_cast<size_t>(id)];

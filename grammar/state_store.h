@@ -71,6 +71,11 @@ class StateStore {
   std::vector<uint8_t> can_end_;
   std::vector<int32_t> trans_;
   int32_t initial_ = kDead;
+  // Scratch reused by compute(): transitions are computed often while a new state is walked.
+  std::vector<int32_t> work_, out_;
+  std::vector<uint32_t> seen_;  // frame id -> epoch it was last reached in close()
+  uint32_t epoch_ = 0;
+  std::string key_;
 };
 
 }  // namespace anelm::grammar
