@@ -118,6 +118,9 @@ class Generator {
       int64_t lo = s.value("minimum", int64_t{-60}) - 3, hi = s.value("maximum", int64_t{60}) + 3;
       return lo + static_cast<int64_t>(pick(static_cast<int>(hi - lo + 1)));
     }
+    if (t == "number") return pick(2) ? json((static_cast<double>(pick(80)) - 40) / 8.0) : json(pick(100) - 50);
+    if (t == "boolean") return pick(2) == 0;
+    if (t == "null") return nullptr;
     if (t == "string") {
       std::string out;
       for (int i = pick(s.contains("maxLength") ? s["maxLength"].get<int>() + 2 : 7); i > 0; --i) out += str_char();
