@@ -223,3 +223,29 @@ TEST(Gbnf, MaskMatchesPerTokenChecks) {
 
 }  // namespace
 }  // namespace anelm::grammar
+
+namespace anelm::grammar {
+namespace {
+
+TEST(Gbnf, LongGenerationRebuildsTheMemo) {
+  // Deep nesting fed byte by byte grows the transition memo past its limit, so the matcher
+  // re-interns its state into a fresh memo mid-way; matching must carry on unchanged, and a copy
+  // taken before keeps working on the old memo.
+  auto g = parse_gbnf("root ::= \"(\" root \")\" | \"x\"");
+  Matcher m(g, byte_vocab());
+  Matcher early = m;
+  ASSERT_TRUE(early.accept_bytes("(("));
+  const int depth = 120000;
+  for (int i = 0; i < depth; ++i) ASSERT_TRUE(m.accept_token('(')) << i;
+  ASSERT_TRUE(m.accept_token('x'));
+  for (int i = 0; i < depth - 1; ++i) ASSERT_TRUE(m.accept_token(')')) << i;
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.allows('x'));
+  ASSERT_TRUE(m.accept_token(')'));
+  EXPECT_TRUE(m.done());
+  EXPECT_TRUE(early.accept_bytes("x))"));
+  EXPECT_TRUE(early.done());
+}
+
+}  // namespace
+}  // namespace anelm::grammar
