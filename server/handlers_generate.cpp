@@ -120,7 +120,8 @@ HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req)
   po.parse_tools = !r.tools.empty() && r.tool_choice.kind != ToolChoice::Kind::kNone;
   po.starts_in_reasoning = shape.starts_in_reasoning;
   po.parse_reasoning = format.reasoning != chat::ReasoningSyntax::kNone;
-  po.id_seed = r.gen.seed_given ? r.gen.sampling.seed : 0;
+  // id_seed stays 0: call ids are fresh on every request and choice even with a seed (an agent
+  // loop with a fixed seed must not see the same id on every turn).
   g.make_parser = [prompt_owner = ctx.model().chat, po]() { return make_chat_output_parser(prompt_owner->format(), po); };
   g.client_gone = req.client_gone;
   g.log = req.log;

@@ -39,12 +39,28 @@ std::string add_reasoning_rules(grammar::SchemaConverter& conv, const ChatShape&
   return "think ";
 }
 
+// Each offered tool's parameters on their own, so that a refused keyword is reported at its place
+// in the request (tools[i].function.parameters...), not inside the call wrapper.
+void check_tool_schemas(const ChatRequest& r, const std::string& only) {
+  const std::vector<std::string> names = tool_names(r.tools);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!only.empty() && names[i] != only) continue;
+    try {
+      grammar::SchemaConverter probe;
+      probe.add_schema("args", chat::tool_arguments_schema(r.tools, names[i]));
+    } catch (const grammar::SchemaError& e) {
+      throw grammar::SchemaError("tools[" + std::to_string(i) + "].function.parameters: " + e.what());
+    }
+  }
+}
+
 // tool_choice required / named / auto: the calls in the model's syntax, arguments per the schemas.
 std::string add_call_rules(grammar::SchemaConverter& conv, const ChatRequest& r, const chat::ChatFormat& format,
                            bool allow_response) {
   const chat::ToolCallShape shape = chat::tool_call_shape(format);
   const std::string only = r.tool_choice.kind == ToolChoice::Kind::kFunction ? r.tool_choice.name : "";
   const bool parallel = r.parallel_tool_calls && shape.supports_parallel && only.empty();
+  check_tool_schemas(r, only);
   if (shape.whole_output_json)
     return conv.add_schema("envelope", chat::generic_envelope_schema(r.tools, only, allow_response, parallel));
   if (shape.name_outside_json) {

@@ -21,7 +21,10 @@ FakeTokenizer::FakeTokenizer(bool chatml) {
   vocab_.eos_id = kEos;
   vocab_.eog_ids = {kEos, kImEnd};
   vocab_.add_bos = false;
-  if (chatml) vocab_.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}...{% endfor %}";
+  if (chatml)
+    vocab_.chat_template =
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 }
 
 std::vector<int> FakeTokenizer::encode(std::string_view text, bool parse_special) const {

@@ -164,7 +164,10 @@ TEST_F(OutputConstraintTest, GrammarFieldAndRefusalsNameTheField) {
   const chat::ChatFormat hermes{chat::ToolSyntax::kHermes, chat::ReasoningSyntax::kNone, true};
   tools["tools"][0]["function"]["parameters"]["properties"]["city"]["not"] = json::object();
   tools["tool_choice"] = "required";
-  EXPECT_NE(param_of(tools, &hermes).find("not"), std::string::npos);
+  const std::string where = param_of(tools, &hermes);
+  EXPECT_NE(where.find("'not'"), std::string::npos) << where;
+  EXPECT_NE(where.find("tools[0].function.parameters"), std::string::npos) << where;
+  EXPECT_NE(where.find("/properties/city"), std::string::npos) << where;
 }
 
 TEST_F(OutputConstraintTest, MistralAndGenericShapes) {
