@@ -211,14 +211,14 @@ ToolCallShape tool_call_shape(const ChatFormat& format);
 // ("parameters" instead of "arguments" for kLlama3); one tool → that object, several →
 // {"anyOf":[...]}. Missing parameters → {"type":"object"}. Throws std::invalid_argument when no
 // tool qualifies.
-nlohmann::json tool_call_payload_schema(ToolSyntax syntax, const nlohmann::json& tools,
+nlohmann::ordered_json tool_call_payload_schema(ToolSyntax syntax, const nlohmann::ordered_json& tools,
                                         const std::string& only_name);
 // The parameters schema of tool `name` ({"type":"object"} when it has none). Throws
 // std::invalid_argument when there is no such tool.
-nlohmann::json tool_arguments_schema(const nlohmann::json& tools, const std::string& name);
+nlohmann::ordered_json tool_arguments_schema(const nlohmann::ordered_json& tools, const std::string& name);
 // kGeneric's whole-reply schema: {"tool_calls":[PAYLOAD, ...]} (one call only unless `parallel`),
 // or, when allow_response (tool_choice=auto), alternatively {"response": string}.
-nlohmann::json generic_envelope_schema(const nlohmann::json& tools, const std::string& only_name,
+nlohmann::ordered_json generic_envelope_schema(const nlohmann::ordered_json& tools, const std::string& only_name,
                                        bool allow_response, bool parallel);
 
 const char* to_string(ToolSyntax syntax);

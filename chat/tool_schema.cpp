@@ -7,7 +7,7 @@
 namespace anelm::chat {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // schemas keep their key order: properties are generated in it
 
 // The function object of one tools-array entry: {"type":"function","function":{...}} or bare {...}.
 const json* function_of(const json& tool) {

@@ -161,7 +161,7 @@ ResponseFormat parse_response_format(const json& j) {
     rf.name = name->get<std::string>();
   }
   rf.kind = ResponseFormat::Kind::kJsonSchema;
-  rf.schema = nlohmann::json::parse(schema->dump());
+  rf.schema = *schema;
   return rf;
 }
 

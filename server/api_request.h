@@ -18,7 +18,7 @@ namespace anelm::server {
 struct ResponseFormat {
   enum class Kind { kText, kJsonObject, kJsonSchema };
   Kind kind = Kind::kText;
-  nlohmann::json schema;  // kJsonSchema: json_schema.schema
+  nlohmann::ordered_json schema;  // kJsonSchema: json_schema.schema (key order kept)
   std::string name;       // kJsonSchema: json_schema.name
 };
 

@@ -1,23 +1,46 @@
-// Chat messages -> prompt text: a thin adapter over the tokenizer's ChatTemplate (fixed renderers).
+// Chat messages -> prompt text with the model's own Jinja chat template (or --chat-template FILE),
+// rendered as transformers' apply_chat_template does; the template also tells how the model
+// writes tool calls and reasoning (chat::ChatFormat).
 #pragma once
 
-#include <functional>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_format.h"
+#include "jinja/jinja.h"
 #include "tokenizer/vocab.h"
 
 namespace anelm::server {
 
-// Renders messages plus the assistant generation prompt. The text may contain special-token
-// strings (<|im_start|>, <s>, ...): encode it with parse_special = true. Throws ApiError 400
-// (param "messages") when the template refuses the conversation (e.g. Llama-2's alternation rule).
-using ChatRenderer = std::function<std::string(const nlohmann::ordered_json& messages)>;
+class ChatPrompt {
+ public:
+  // `source` empty: a plain ChatML template (with a generic tool-call convention). `origin` says
+  // where the template came from, for logs ("model", "file X", "chatml fallback"). Throws
+  // jinja::Error when the source does not parse.
+  ChatPrompt(const std::string& source, std::string origin, const tok::VocabData& vocab);
 
-// The renderer for the model's template (VocabData::chat_template); `format_name`, when given,
-// receives the detected family ("chatml", "llama2", "llama3", ..., "chatml-fallback").
-ChatRenderer make_chat_renderer(const tok::VocabData& vocab, std::string* format_name = nullptr);
+  // The template of the model, or of `override_file` when non-empty (a file that cannot be read
+  // or parsed throws std::runtime_error naming it). A model template that does not parse falls
+  // back to ChatML with a warning, as llama-server does.
+  static std::shared_ptr<const ChatPrompt> for_model(const tok::VocabData& vocab, const std::string& override_file);
+
+  // Renders messages (and tools, when non-empty) with the template's keyword arguments: bos_token,
+  // eos_token, chat_template_kwargs, messages, tools, add_generation_prompt. The text holds
+  // special-token strings: encode it with parse_special. Throws ApiError 400: param "messages"
+  // when the template raises (its own message) or fails, "chat_template_kwargs" for a reserved key.
+  std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                     bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const;
+
+  const chat::ChatFormat& format() const { return format_; }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  jinja::Template template_;
+  chat::ChatFormat format_;
+  std::string origin_;
+  nlohmann::ordered_json specials_ = nlohmann::ordered_json::object();  // bos_token, eos_token
+};
 
 }  // namespace anelm::server

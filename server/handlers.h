@@ -8,6 +8,7 @@ namespace anelm::server {
 
 HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_apply_template(ServerContext& ctx, const HttpRequest& req);  // POST /apply-template
 HttpResponse handle_models(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_model(ServerContext& ctx, const HttpRequest& req);  // GET /v1/models/{id}
 HttpResponse handle_health(ServerContext& ctx, const HttpRequest& req);

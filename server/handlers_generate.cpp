@@ -3,11 +3,17 @@
 #include <chrono>
 #include <random>
 
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
 #include "server/api_error.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
+#include "server/chat_output.h"
 #include "server/generation.h"
 #include "server/handlers.h"
+#include "server/http_policy.h"
+#include "server/output_constraint.h"
 
 namespace anelm::server {
 
@@ -70,14 +76,18 @@ std::vector<int> completion_prompt(const tok::Tokenizer& tk, const CompletionReq
   return r.prompt_ids;
 }
 
-// Parsed and validated, but not wired to the engine yet: refused by name rather than ignored.
-void reject_not_wired(const GenerationFields& f, const ChatRequest* chat) {
-  if (f.response_format.kind != ResponseFormat::Kind::kText)
-    throw invalid_field("response_format", "JSON response formats are not supported yet");
-  if (!f.grammar.empty()) throw invalid_field("grammar", "grammar is not supported yet");
-  if (chat && !chat->tools.empty()) throw invalid_field("tools", "tools are not supported yet");
-  if (chat && !chat->template_kwargs.empty())
-    throw invalid_field("chat_template_kwargs", "chat_template_kwargs is not supported yet");
+// response_format / grammar / tools -> the per-choice grammar constraint.
+void constrain(ServerContext& ctx, PreparedGeneration& g, const GenerationFields& f, const ChatShape& chat) {
+  const OutputConstraintSpec spec = output_constraint_for(f, chat);
+  g.make_constraint = constraint_factory(spec, ctx.model().constraint_vocab, chat.format, chat.starts_in_reasoning);
+  if (spec.grammar) spdlog::debug("output grammar{}:\n{}", spec.trigger.empty() ? "" : " (after " + spec.trigger + ")", spec.gbnf);
+}
+
+// The rendered prompt of a chat request, logged at debug level so that users can see what was built.
+std::string render_chat(ServerContext& ctx, const ChatRequest& r) {
+  std::string prompt = ctx.model().chat->render(r.messages, r.tools, /*add_generation_prompt=*/true, r.template_kwargs);
+  spdlog::debug("chat prompt ({} bytes): {}", prompt.size(), log_escape(prompt, 1 << 16));
+  return prompt;
 }
 
 }  // namespace
@@ -85,9 +95,9 @@ void reject_not_wired(const GenerationFields& f, const ChatRequest* chat) {
 HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   CompletionRequest r = parse_completion_request(req.body, ctx.model().sampling);
-  reject_not_wired(r.gen, nullptr);
   const tok::Tokenizer& tk = ctx.tokenizer();
   PreparedGeneration g = prepare(ctx, r.gen, completion_prompt(tk, r), ctx.options().default_max_tokens);
+  constrain(ctx, g, r.gen, ChatShape{});
   g.client_gone = req.client_gone;
   g.log = req.log;
   if (r.echo) g.echo_text = r.prompt_is_ids ? tk.decode(r.prompt_ids, true) : r.prompt_text;
@@ -98,15 +108,37 @@ HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
 HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   ChatRequest r = parse_chat_request(req.body, ctx.model().sampling);
-  reject_not_wired(r.gen, &r);
   const tok::Tokenizer& tk = ctx.tokenizer();
-  std::vector<int> ids = tk.encode(ctx.model().chat(r.messages), /*parse_special=*/true);
+  const std::string prompt = render_chat(ctx, r);
+  std::vector<int> ids = tk.encode(prompt, /*parse_special=*/true);
   maybe_add_bos(tk, ids);
   PreparedGeneration g = prepare(ctx, r.gen, std::move(ids), -1);
+  const chat::ChatFormat& format = ctx.model().chat->format();
+  const ChatShape shape{&format, &r, chat::prompt_opens_reasoning(prompt, format)};
+  constrain(ctx, g, r.gen, shape);
+  chat::ParseOptions po;
+  po.parse_tools = !r.tools.empty() && r.tool_choice.kind != ToolChoice::Kind::kNone;
+  po.starts_in_reasoning = shape.starts_in_reasoning;
+  po.parse_reasoning = format.reasoning != chat::ReasoningSyntax::kNone;
+  po.id_seed = r.gen.seed_given ? r.gen.sampling.seed : 0;
+  g.make_parser = [prompt_owner = ctx.model().chat, po]() { return make_chat_output_parser(prompt_owner->format(), po); };
   g.client_gone = req.client_gone;
   g.log = req.log;
   ResponseMeta meta = meta_for(ctx, "chatcmpl-", g);
   return run_generation(ctx, std::move(g), make_chat_serializer(std::move(meta)));
+}
+
+}  // namespace anelm::server
+
+namespace anelm::server {
+
+// POST /apply-template (llama-server): the prompt a chat request renders to, without generating.
+HttpResponse handle_apply_template(ServerContext& ctx, const HttpRequest& req) {
+  require_ready(ctx);
+  const ChatRequest r = parse_chat_request(req.body, ctx.model().sampling);
+  HttpResponse res;
+  res.body = nlohmann::ordered_json{{"prompt", render_chat(ctx, r)}}.dump(-1, 0x20, false, nlohmann::json::error_handler_t::replace);
+  return res;
 }
 
 }  // namespace anelm::server

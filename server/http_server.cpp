@@ -44,6 +44,7 @@ const Route kRoutes[] = {
     {"POST", "/completions", false, false, handle_completions},
     {"POST", "/v1/chat/completions", false, false, handle_chat_completions},
     {"POST", "/chat/completions", false, false, handle_chat_completions},
+    {"POST", "/apply-template", false, false, handle_apply_template},
     {"POST", "/tokenize", false, false, handle_tokenize},
     {"POST", "/detokenize", false, false, handle_detokenize},
     {"GET", "/metrics", false, false, handle_metrics},

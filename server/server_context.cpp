@@ -27,11 +27,10 @@ double ServerContext::uptime_s() const {
 
 void ServerContext::set_ready(ModelRuntime rt) {
   rt_ = std::move(rt);
-  if (!rt_.chat) {
-    std::string format;
-    rt_.chat = make_chat_renderer(rt_.tokenizer->vocab(), &format);
-    spdlog::info("chat template format={}", format);
-  }
+  if (!rt_.chat) rt_.chat = ChatPrompt::for_model(rt_.tokenizer->vocab(), "");
+  spdlog::info("chat template source={} tool_syntax={} reasoning={}", rt_.chat->origin(),
+               chat::to_string(rt_.chat->format().tools), chat::to_string(rt_.chat->format().reasoning));
+  if (!rt_.constraint_vocab) rt_.constraint_vocab = ConstraintVocab::build(*rt_.tokenizer);
   n_ctx_ = rt_.engine->ctx();
   stats_ = rt_.engine->stats();
   worker_ = std::make_unique<EngineWorker>(*rt_.engine, opts_.max_queue, &metrics_);

@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "server/chat_prompt.h"
+#include "server/output_constraint.h"
 #include "server/engine_worker.h"
 #include "server/metrics.h"
 #include "server/server_options.h"
@@ -24,7 +25,8 @@ struct ModelRuntime {
   engine::Engine* engine = nullptr;
   const tok::Tokenizer* tokenizer = nullptr;
   std::string model_id;
-  ChatRenderer chat;  // empty: make_chat_renderer(tokenizer->vocab())
+  std::shared_ptr<const ChatPrompt> chat;  // null: the model's own template (ChatPrompt::for_model)
+  std::shared_ptr<const ConstraintVocab> constraint_vocab;  // null: built from the tokenizer
   std::string preset;                     // model preset name ("" for none)
   engine::SamplingParams sampling;        // defaults for fields a request leaves out (from the preset)
 };

@@ -9,5 +9,6 @@ int run_inspect(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_make_model(int argc, char** argv);
 int run_compile(int argc, char** argv);
+int run_render_template(int argc, char** argv);
 
 }  // namespace anelm::tools

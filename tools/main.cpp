@@ -1,4 +1,5 @@
-// anelm entry point: dispatches to the subcommands (serve, generate, tokenize, inspect, bench, make-model, compile).
+// anelm entry point: dispatches to the subcommands (serve, generate, tokenize, inspect, bench, make-model,
+// compile, render-template).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -24,6 +25,7 @@ constexpr Command kCommands[] = {
     {"bench", anelm::tools::run_bench, "measure prefill and decode tokens/s"},
     {"make-model", anelm::tools::run_make_model, "write a randomly initialised model"},
     {"compile", anelm::tools::run_compile, "write the ANE programs of a model to a directory"},
+    {"render-template", anelm::tools::run_render_template, "render a conversation with a chat template, exactly"},
 };
 
 void print_usage(std::FILE* out) {
