@@ -11,6 +11,7 @@
 // Usage: node tools_check.mjs BASE_URL   (BASE_URL like http://127.0.0.1:8080/v1). Prints 'N passed, M failed'.
 import OpenAI from 'openai';
 import { ChatOpenAI } from '@langchain/openai';
+import { HumanMessage, AIMessage, ToolMessage } from '@langchain/core/messages';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText, generateObject, tool } from 'ai';
 import { z } from 'zod';
@@ -407,10 +408,31 @@ await check('openai: forced tool call streamed (delta shape; arguments == non-st
 await check('openai: tool_choice auto (text or valid calls; finish_reason agrees)', async () => {
   for (const seed of [1, 2]) {
     const r = await client.chat.completions.create({ model, messages: ASK, tools: [weatherTool, timeTool],
-      tool_choice: 'auto', max_tokens: 32, temperature: 1.0, seed });
+      tool_choice: 'auto', max_tokens: MAX, temperature: 1.0, seed });
     const c = r.choices[0];
     if (c.message.tool_calls?.length) checkToolChoice(c, ['get_weather', 'get_time'], `auto seed ${seed}`);
     else assert(['stop', 'length'].includes(c.finish_reason), `auto seed ${seed} finish_reason ${c.finish_reason} without calls`);
+  }
+});
+
+await check('openai: tool_choice none gives text, no calls', async () => {
+  const r = await client.chat.completions.create({ model, messages: ASK, tools: [weatherTool, timeTool],
+    tool_choice: 'none', max_tokens: 24, temperature: 0 });
+  const c = r.choices[0];
+  eq(c.message.tool_calls?.length ?? 0, 0, 'tool_calls');
+  eq(typeof c.message.content, 'string', 'content type');
+  assert(['stop', 'length'].includes(c.finish_reason), `finish_reason ${c.finish_reason}`);
+});
+
+// Tool call ids are what a client echoes back in tool messages (tool_call_id): within one response
+// they must not repeat, also across the choices of n > 1 (with or without a seed).
+await check('openai: n: 2 forced calls have distinct ids across choices (seeded and not)', async () => {
+  for (const seed of [3, undefined]) {
+    const r = await client.chat.completions.create({ model, messages: ASK, tools: [weatherTool, timeTool],
+      tool_choice: 'required', n: 2, max_tokens: MAX, temperature: 1.0, seed });
+    eq(r.choices.length, 2, 'choices');
+    const ids = r.choices.flatMap((c, k) => checkToolChoice(c, ['get_weather', 'get_time'], `seed ${seed} choice ${k}`).map((t) => t.id));
+    eq(new Set(ids).size, ids.length, `seed ${seed}: distinct ids in ${JSON.stringify(ids)}`);
   }
 });
 
@@ -432,25 +454,26 @@ await check('openai: tool round trip (/apply-template renders <tool_call> and <t
   eq(res.status, 200, `/apply-template status (${body})`);
   const prompt = JSON.parse(body).prompt;
   eq(typeof prompt, 'string', 'prompt');
-  // Qwen2.5's template: the tools as JSON inside <tools> in the system turn.
-  const tools = prompt.match(/<tools>([\s\S]*?)<\/tools>/);
-  assert(tools && tools[1].includes('"get_weather"') && tools[1].includes('"get_time"'), `no <tools> block with both tools in:\n${prompt}`);
+  // Qwen2.5's template: the tools as JSON lines inside <tools></tools> in the system turn (its
+  // instructions also mention "<tools></tools>" and show a non-JSON <tool_call> example, hence the scans).
+  const toolBlocks = [...prompt.matchAll(/<tools>([\s\S]*?)<\/tools>/g)].map((m) => m[1]);
+  assert(toolBlocks.some((b) => b.includes('"get_weather"') && b.includes('"get_time"')), `no <tools> block with both tools in:\n${prompt}`);
   // The assistant's call: {"name": ..., "arguments": {...}} with the arguments as an object, not a string.
-  const call = prompt.match(/<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/);
-  assert(call, `no <tool_call> block in:\n${prompt}`);
-  const payload = JSON.parse(call[1]);
-  eq(payload.name, 'get_weather', '<tool_call> name');
-  deepEq(payload.arguments, args, '<tool_call> arguments');
-  const resp = prompt.match(/<tool_response>\s*([\s\S]*?)\s*<\/tool_response>/);
-  assert(resp, `no <tool_response> block in:\n${prompt}`);
-  eq(resp[1], result, '<tool_response> content');
-  assert(prompt.indexOf('<tool_call>') < prompt.indexOf('<tool_response>'), 'call after response');
+  const calls = [...prompt.matchAll(/<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g)].flatMap((m) => {
+    try { return [{ at: m.index, payload: JSON.parse(m[1]) }]; } catch { return []; }
+  });
+  eq(calls.length, 1, `JSON <tool_call> blocks in:\n${prompt}\n`);
+  eq(calls[0].payload.name, 'get_weather', '<tool_call> name');
+  deepEq(calls[0].payload.arguments, args, '<tool_call> arguments');
+  const resp = [...prompt.matchAll(/<tool_response>\s*([\s\S]*?)\s*<\/tool_response>/g)];
+  eq(resp.length, 1, `<tool_response> blocks in:\n${prompt}\n`);
+  eq(resp[0][1], result, '<tool_response> content');
+  assert(calls[0].at < resp[0].index, 'the <tool_call> comes after the <tool_response>');
   assert(prompt.trimEnd().endsWith('<|im_start|>assistant'), `no generation prompt at the end:\n${prompt.slice(-200)}`);
 
   const r = await client.chat.completions.create({ model, messages, tools: [weatherTool, timeTool], max_tokens: 16, temperature: 0 });
   eq(r.object, 'chat.completion', 'object');
   assert(r.choices.length === 1 && r.choices[0].message.role === 'assistant', 'one assistant choice');
-  // The whole conversation, the tool result included, is in the prompt the model saw.
   assert(r.usage.prompt_tokens > 0, 'usage.prompt_tokens');
 });
 
@@ -486,6 +509,18 @@ await check('langchain: withStructuredOutput(zod, jsonSchema)', async () => {
 await check('langchain: withStructuredOutput(zod, functionCalling)', async () => {
   const v = await lc.withStructuredOutput(zWeather, { name: 'weather', method: 'functionCalling' }).invoke(LC_ASK);
   zValid(v, 'structured output');
+});
+
+await check('langchain: tool round trip (AIMessage tool_calls + ToolMessage) is accepted', async () => {
+  const msgs = [
+    new HumanMessage(LC_ASK),
+    new AIMessage({ content: '', tool_calls: [{ id: 'call_lc1', name: 'get_weather', args: { city: 'Paris', unit: 'c', days: 3 }, type: 'tool_call' }] }),
+    new ToolMessage({ tool_call_id: 'call_lc1', content: '{"temp_c": 18}' }),
+  ];
+  const r = await new ChatOpenAI({ model: 'anelm', apiKey, configuration: { baseURL }, temperature: 0, maxTokens: 16, maxRetries: 0 })
+    .bindTools([weatherTool, timeTool]).invoke(msgs);
+  assert(AIMessage.isInstance(r), `not an AIMessage: ${r?.constructor?.name}`);
+  assert(r.usage_metadata?.input_tokens > 0, 'usage input_tokens');
 });
 
 // jsonMode sends only response_format {type: json_object}: the server guarantees some JSON object,
@@ -564,6 +599,21 @@ await check('ai-sdk: generateObject (json_schema)', async () => {
   eq(sent.at(-1)?.response_format?.type, 'json_schema', 'sent response_format.type');
   eq(r.finishReason, 'stop', 'finishReason');
   zValid(r.object, 'object');
+});
+
+await check('ai-sdk: tool round trip (tool-call + tool-result messages) is accepted', async () => {
+  const r = await generateText({
+    model: provider('anelm'), tools: { get_weather: aiWeather, get_time: aiTime }, maxOutputTokens: 16, temperature: 0, maxRetries: 0,
+    messages: [
+      { role: 'user', content: LC_ASK },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'call_ai1', toolName: 'get_weather', input: { city: 'Paris', unit: 'c', days: 3 } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_ai1', toolName: 'get_weather', output: { type: 'json', value: { temp_c: 18 } } }] },
+    ],
+  });
+  const body = sent.at(-1);
+  eq(body?.messages?.[1]?.tool_calls?.[0]?.id, 'call_ai1', 'sent assistant tool_calls');
+  eq(body?.messages?.[2]?.role, 'tool', 'sent tool message');
+  assert(r.usage.inputTokens > 0, 'usage inputTokens');
 });
 
 console.log(`${passed} passed, ${failed} failed`);
