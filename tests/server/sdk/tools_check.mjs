@@ -229,7 +229,7 @@ function checkToolChoice(choice, names, what) {
 // A streamed chat completion, with the per-delta tool-call shape checked as it arrives.
 async function streamTools(params) {
   const stream = await client.chat.completions.create({ ...params, stream: true });
-  const calls = [];  // by index: {id, type, name, args, deltas}
+  const calls = [];  // by index: {id, type, name, args}
   let content = '';
   let finish = null;
   for await (const chunk of stream) {
@@ -243,7 +243,7 @@ async function streamTools(params) {
           assert(typeof d.id === 'string' && d.id.length > 0, `first delta of call ${d.index} has no id: ${JSON.stringify(d)}`);
           eq(d.type, 'function', `first delta of call ${d.index} type`);
           assert(typeof d.function?.name === 'string' && d.function.name.length > 0, `first delta of call ${d.index} has no function.name: ${JSON.stringify(d)}`);
-          calls[d.index] = { id: d.id, type: d.type, name: d.function.name, args: '', deltas: 0 };
+          calls[d.index] = { id: d.id, type: d.type, name: d.function.name, args: '' };
         } else {
           assert(d.id === undefined || d.id === calls[d.index].id, `call ${d.index} id changed: ${JSON.stringify(d)}`);
           assert(d.function?.name === undefined || d.function.name === calls[d.index].name, `call ${d.index} name changed`);
@@ -252,7 +252,6 @@ async function streamTools(params) {
           eq(typeof d.function.arguments, 'string', 'arguments fragment type');
           calls[d.index].args += d.function.arguments;
         }
-        calls[d.index].deltas++;
       }
       if (c.finish_reason) finish = c.finish_reason;
     }
@@ -489,6 +488,17 @@ await check('langchain: bindTools with tool_choice get_weather', async () => {
   assert(typeof r.tool_calls[0].id === 'string' && r.tool_calls[0].id.length > 0, 'tool call id');
   zValid(r.tool_calls[0].args, 'args');
   eq(r.response_metadata?.finish_reason, 'tool_calls', 'finish_reason');
+});
+
+await check('langchain: bindTools streamed (tool_call_chunks concatenate to a valid call)', async () => {
+  let agg = null;
+  for await (const chunk of await lc.bindTools([weatherTool, timeTool], { tool_choice: 'get_weather' }).stream(LC_ASK)) {
+    agg = agg === null ? chunk : agg.concat(chunk);
+  }
+  assert(agg?.tool_calls?.length >= 1, `no tool_calls: ${JSON.stringify(agg?.tool_call_chunks)}`);
+  eq((agg.invalid_tool_calls ?? []).length, 0, 'invalid_tool_calls');
+  eq(agg.tool_calls[0].name, 'get_weather', 'tool name');
+  zValid(agg.tool_calls[0].args, 'args');
 });
 
 await check('langchain: bindTools with tool_choice required (two tools)', async () => {
