@@ -2,6 +2,8 @@
 # Starts `BINARY serve --model MODEL` on a free loopback port, waits for /health 200, runs the
 # openai-SDK checks (check.mjs), stops the server. Exit status non-zero on any failure; prints
 # 'N passed, M failed'. Usage: run.sh BINARY MODEL [EXTRA_CHECK]   (env: ANELM_SDK_HEALTH_TIMEOUT seconds, default 180)
+# EXTRA_CHECK: a script run after check.mjs against the same server: a *.mjs is run with node and the
+# /v1 base URL (like check.mjs), anything else is executed with the root URL (readme_examples.sh).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:?usage: run.sh BINARY MODEL}"
@@ -54,8 +56,11 @@ done
 echo "sdk: $(basename "$model") on $base"
 node "$here/check.mjs" "$base/v1"
 status=$?
-if [ -n "${3:-}" ]; then  # an extra check script, given the base URL
-  "$3" "$base" || status=1
+if [ -n "${3:-}" ]; then  # an extra check script
+  case "$3" in
+    *.mjs) node "$3" "$base/v1" || status=1 ;;
+    *) "$3" "$base" || status=1 ;;
+  esac
 fi
 
 kill -TERM "$pid" 2>/dev/null
