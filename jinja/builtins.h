@@ -15,6 +15,8 @@ Value get_item(Context& ctx, const Value& obj, const Value& key);
 Value slice(Context& ctx, const Value& obj, const Value& start, const Value& stop, const Value& step);
 Value apply_filter(Context& ctx, const std::string& name, const Value& input, Args& args, Kwargs& kwargs);
 bool apply_test(Context& ctx, const std::string& name, const Value& input, Args& args);
+bool has_filter(const std::string& name);
+bool has_test(const std::string& name);
 Value call_value(Context& ctx, const Value& callee, Args& args, Kwargs& kwargs);
 void add_globals(Context::Scope& scope);
 
@@ -27,6 +29,12 @@ std::string capitalize(const std::string& s);
 // A filter or test argument by position or keyword, or nullptr.
 const Value* arg(const Args& args, const Kwargs& kwargs, size_t index, const char* name);
 
+// jinja2's object_type_repr: "dict object", "None", "jinja2.utils.Namespace object", ...
+std::string object_type_repr(const Value& obj);
+// The Undefined of a failed lookup: "'dict object' has no attribute 'x'" (a name) and
+// "list object has no element 0" (any other key), as jinja2 words them.
+Value undefined_attribute(const Value& obj, const std::string& name);
+Value undefined_element(const Value& obj, const Value& key);
 // Raises the UndefinedError an undefined value carries ("'x' is undefined", "'dict object' has
 // no attribute 'y'").
 [[noreturn]] void undefined_error(const Context& ctx, const Value& undefined);

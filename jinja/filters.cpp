@@ -75,14 +75,14 @@ Value f_length(Context& ctx, const Value& v, Args&, Kwargs&) {
 
 Value f_first(Context& ctx, const Value& v, Args&, Kwargs&) {
   std::vector<Value> items = seq(ctx, v);
-  if (items.empty()) return Value::undefined("No first item, sequence was empty.");
+  if (items.empty()) return Value::undefined_hint("No first item, sequence was empty.");
   return items.front();
 }
 
 Value f_last(Context& ctx, const Value& v, Args&, Kwargs&) {
   if (v.is_list() && !v.name.empty()) fail(ctx, "TypeError", "'" + v.name + "' object is not reversible");
   std::vector<Value> items = seq(ctx, v);
-  if (items.empty()) return Value::undefined("No last item, sequence was empty.");
+  if (items.empty()) return Value::undefined_hint("No last item, sequence was empty.");
   return items.back();
 }
 
@@ -489,7 +489,7 @@ Value min_max(Context& ctx, const Value& v, Args& a, Kwargs& k, bool want_max) {
   const bool cs = bool_arg(arg(a, k, 0, "case_sensitive"), false);
   const Value* attribute = arg(a, k, 1, "attribute");
   std::vector<Value> items = seq(ctx, v);
-  if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+  if (items.empty()) return Value::undefined_hint("No aggregated item, sequence was empty.");
   size_t best = 0;
   auto key = [&](const Value& x) { return sort_key(attribute && !attribute->is_none() ? attr_path(ctx, x, *attribute) : x, cs); };
   for (size_t i = 1; i < items.size(); ++i) {
@@ -668,6 +668,8 @@ const std::map<std::string, FilterFn>& filters() {
 }
 
 }  // namespace
+
+bool has_filter(const std::string& name) { return filters().count(name) > 0; }
 
 Value apply_filter(Context& ctx, const std::string& name, const Value& input, Args& args, Kwargs& kwargs) {
   ctx.step();

@@ -269,22 +269,21 @@ Value get_attribute(Context& ctx, const Value& obj, const std::string& name) {
     case Value::Kind::kString:
       if (listed(kStrMethods, name))
         return Value::callable(name, [obj, name](Context& c, Args& a, Kwargs& k) { return str_method(c, obj, name, a, k); });
-      return Value::undefined("'str object' has no attribute '" + name + "'");
+      return undefined_attribute(obj, name);
     case Value::Kind::kDict:
       // As Python's getattr: a dict's methods win over its keys (tool.items is the method).
       if (listed(kDictMethods, name))
         return Value::callable(name, [obj, name](Context& c, Args& a, Kwargs& k) { return dict_method(c, obj, name, a, k); });
       if (listed(kMutators, name)) break;
       if (const Value* v = obj.find(name)) return *v;
-      return Value::undefined("'dict object' has no attribute '" + name + "'");
+      return undefined_attribute(obj, name);
     case Value::Kind::kNamespace:
       if (const Value* v = obj.find(name)) return *v;
-      return Value::undefined("'Namespace object' has no attribute '" + name + "'");
+      return undefined_attribute(obj, name);
     case Value::Kind::kList:
       if (listed(kMutators, name)) break;
-      return Value::undefined("'list object' has no attribute '" + name + "'");
-    case Value::Kind::kNone: return Value::undefined("'None' has no attribute '" + name + "'");
-    default: return Value::undefined(std::string("'") + type_name(obj) + " object' has no attribute '" + name + "'");
+      return undefined_attribute(obj, name);
+    default: return undefined_attribute(obj, name);
   }
   // ImmutableSandboxedEnvironment: methods that modify a list or dict are unsafe; using one fails.
   const std::string type = type_name(obj);

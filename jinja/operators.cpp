@@ -27,9 +27,27 @@ int64_t as_int(const Value& v) { return v.kind == Value::Kind::kBool ? v.b : v.i
 
 }  // namespace
 
+std::string object_type_repr(const Value& obj) {
+  switch (obj.kind) {
+    case Value::Kind::kNone: return "None";
+    case Value::Kind::kNamespace: return (obj.name.empty() ? "jinja2.utils.Namespace" : obj.name) + " object";
+    case Value::Kind::kCallable: return "function object";
+    default: return std::string(type_name(obj)) + " object";
+  }
+}
+
+Value undefined_attribute(const Value& obj, const std::string& name) {
+  return Value::undefined_hint(to_repr(Value::string(object_type_repr(obj))) + " has no attribute " +
+                               to_repr(Value::string(name)));
+}
+
+Value undefined_element(const Value& obj, const Value& key) {
+  return Value::undefined_hint(object_type_repr(obj) + " has no element " + to_repr(key));
+}
+
 void undefined_error(const Context& ctx, const Value& u) {
-  if (u.name.find(" has no attribute ") != std::string::npos) fail(ctx, "UndefinedError", u.name);
-  fail(ctx, "UndefinedError", "'" + u.name + "' is undefined");
+  if (u.b) fail(ctx, "UndefinedError", u.name);
+  fail(ctx, "UndefinedError", to_repr(Value::string(u.name)) + " is undefined");
 }
 
 std::vector<Value> iterate(Context& ctx, const Value& v) {
@@ -187,7 +205,7 @@ Value get_item(Context& ctx, const Value& obj, const Value& key) {
     case Value::Kind::kNamespace: {
       if (const Value* v = obj.find(key)) return *v;
       if (key.is_string()) return get_attribute(ctx, obj, key.str());
-      return Value::undefined("'dict object' has no attribute '" + to_str(key) + "'");
+      return undefined_element(obj, key);
     }
     case Value::Kind::kList: {
       if (key.kind != Value::Kind::kInt && key.kind != Value::Kind::kBool) {
@@ -196,7 +214,7 @@ Value get_item(Context& ctx, const Value& obj, const Value& key) {
       }
       int64_t i = as_int(key);
       if (!normalise_index(i, static_cast<int64_t>(obj.list->size())))
-        return Value::undefined("'list object' has no attribute '" + std::to_string(as_int(key)) + "'");
+        return undefined_element(obj, key);
       return (*obj.list)[static_cast<size_t>(i)];
     }
     case Value::Kind::kString: {
@@ -207,13 +225,12 @@ Value get_item(Context& ctx, const Value& obj, const Value& key) {
       const std::vector<std::string> cps = code_points(obj.str());
       int64_t i = as_int(key);
       if (!normalise_index(i, static_cast<int64_t>(cps.size())))
-        return Value::undefined("'str object' has no attribute '" + std::to_string(as_int(key)) + "'");
+        return undefined_element(obj, key);
       return Value::string(cps[static_cast<size_t>(i)]);
     }
-    case Value::Kind::kNone: return Value::undefined("'None' has no attribute '" + to_str(key) + "'");
     default:
       if (key.is_string()) return get_attribute(ctx, obj, key.str());
-      return Value::undefined(std::string("'") + type_name(obj) + " object' has no attribute '" + to_str(key) + "'");
+      return undefined_element(obj, key);
   }
 }
 

@@ -61,7 +61,8 @@ struct DepthGuard {
   Context& ctx;
   explicit DepthGuard(Context& c) : ctx(c) {
     if (++ctx.depth > ctx.limits.max_depth)
-      fail(ctx, "LimitError", "recursion deeper than " + std::to_string(ctx.limits.max_depth) + " levels");
+      fail(ctx, "RecursionError", "maximum recursion depth exceeded (the limit is " + std::to_string(ctx.limits.max_depth) +
+                                      " nested macro calls and expressions)");
   }
   ~DepthGuard() { --ctx.depth; }
 };
@@ -148,6 +149,9 @@ class Interpreter {
         Kwargs kwargs;
         eval_args(e, args, kwargs);
         ctx_.line = e.line;
+        // Only an unknown filter inside an if statement or an inline if gets here (elsewhere the
+        // parser refuses it, as jinja2's compiler): jinja2 raises when it is called.
+        if (!has_filter(e.name)) fail(ctx_, "TemplateRuntimeError", "No filter named " + to_repr(Value::string(e.name)) + " found.");
         return apply_filter(ctx_, e.name, input, args, kwargs);
       }
       case Expr::Kind::kTest: {
@@ -156,11 +160,14 @@ class Interpreter {
         Kwargs kwargs;
         eval_args(e, args, kwargs);
         ctx_.line = e.line;
+        if (!has_test(e.name)) fail(ctx_, "TemplateRuntimeError", "No test named " + to_repr(Value::string(e.name)) + " found.");
         return Value::boolean(apply_test(ctx_, e.name, input, args) != e.negate);
       }
       case Expr::Kind::kCond: {
         if (eval(*e.a).truthy()) return eval(*e.b);
-        return e.c ? eval(*e.c) : Value::undefined();
+        if (e.c) return eval(*e.c);
+        return Value::undefined_hint("the inline if-expression on line " + std::to_string(e.line) +
+                                     " evaluated to false and no else section was defined.");
       }
     }
     return Value::undefined();
@@ -206,7 +213,7 @@ class Interpreter {
         Value v = eval(*s.expr);
         if (!s.attr.empty()) {
           const Value ns = ctx_.lookup(s.targets[0]);
-          if (ns.kind != Value::Kind::kNamespace)
+          if (ns.kind != Value::Kind::kNamespace || !ns.name.empty())
             fail(ctx_, "TemplateRuntimeError", "cannot assign attribute on non-namespace object");
           for (auto& [k, x] : *ns.dict) {
             if (k.is_string() && k.str() == s.attr) {
@@ -287,8 +294,8 @@ class Interpreter {
           {Value::string("length"), Value::integer(n)},
           {Value::string("depth"), Value::integer(1)},
           {Value::string("depth0"), Value::integer(0)},
-          {Value::string("previtem"), k > 0 ? items[static_cast<size_t>(k - 1)] : Value::undefined("loop.previtem")},
-          {Value::string("nextitem"), k + 1 < n ? items[static_cast<size_t>(k + 1)] : Value::undefined("loop.nextitem")},
+          {Value::string("previtem"), k > 0 ? items[static_cast<size_t>(k - 1)] : Value::undefined_hint("there is no previous item")},
+          {Value::string("nextitem"), k + 1 < n ? items[static_cast<size_t>(k + 1)] : Value::undefined_hint("there is no next item")},
           {Value::string("cycle"), Value::callable("cycle", [k](Context& c, Args& a, Kwargs&) {
              if (a.empty()) fail(c, "TypeError", "no items for cycling given");
              return a[static_cast<size_t>(k) % a.size()];
@@ -296,6 +303,7 @@ class Interpreter {
       };
       Value loop_value = Value::make_dict(std::move(loop));
       loop_value.kind = Value::Kind::kNamespace;  // attribute access only, printed as an object
+      loop_value.name = "jinja2.runtime.LoopContext";
       ctx_.assign("loop", loop_value);
       assign_targets(s.targets, items[static_cast<size_t>(k)]);
       if (exec(s.body) == Flow::kBreak) break;
@@ -323,7 +331,7 @@ class Interpreter {
           auto it = std::find_if(kwargs.begin(), kwargs.end(), [&](const auto& kw) { return kw.first == p.name; });
           if (it != kwargs.end()) v = it->second;
           else if (p.default_value) v = in.eval(*p.default_value);
-          else v = Value::undefined(p.name);
+          else v = Value::undefined_hint("parameter " + to_repr(Value::string(p.name)) + " was not provided");
         }
         frame.emplace_back(p.name, std::move(v));
       }

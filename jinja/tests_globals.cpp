@@ -139,6 +139,8 @@ Dict kwargs_dict(Context& ctx, Args& a, Kwargs& k, const char* fn) {
 
 }  // namespace
 
+bool has_test(const std::string& name) { return tests().count(name) > 0 || test_aliases().count(name) > 0; }
+
 bool apply_test(Context& ctx, const std::string& name, const Value& input, Args& args) {
   ctx.step();
   std::string key = name;

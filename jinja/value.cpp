@@ -15,6 +15,11 @@ Value Value::undefined(std::string what) {
   v.name = std::move(what);
   return v;
 }
+Value Value::undefined_hint(std::string message) {
+  Value v = undefined(std::move(message));
+  v.b = true;
+  return v;
+}
 Value Value::none() {
   Value v;
   v.kind = Kind::kNone;

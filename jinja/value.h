@@ -35,14 +35,17 @@ struct Value {
   std::shared_ptr<List> list;           // kList (tuples too)
   std::shared_ptr<Dict> dict;           // kDict and kNamespace (a namespace is mutable by `set ns.x`)
   std::shared_ptr<const Function> fn;   // kCallable
-  // kUndefined: what was looked up (for error messages); kCallable: its name; kList: empty for a
+  // kUndefined: the undefined variable's name, or (b true) the whole UndefinedError message, as
+  // jinja2's hint or "'dict object' has no attribute 'x'"; kCallable: its name; kList: empty for a
   // list, else the Python iterator type it stands for ("generator" from map/select/items...),
-  // which tojson and length refuse as Python does.
+  // which tojson and length refuse as Python does; kNamespace: empty for namespace(), else the
+  // class it stands for (the loop object).
   std::string name;
   bool safe = false;                    // kString marked safe (no effect: autoescape is off, as transformers)
 
   Value() = default;
   static Value undefined(std::string what = {});
+  static Value undefined_hint(std::string message);  // using it raises UndefinedError(message)
   static Value none();
   static Value boolean(bool v);
   static Value integer(int64_t v);
