@@ -22,9 +22,11 @@ void add_globals(Context::Scope& scope);
 
 // The code points of a UTF-8 string, as Python indexes and counts them.
 std::vector<std::string> code_points(const std::string& s);
+// Python's format % args (%s %r %d %i %f %e %g %x %o %%, flags, width, precision).
+std::string percent_format(Context& ctx, const std::string& format, const Args& args);
 // markupsafe's escape (& < > " ').
 std::string html_escape(const std::string& s);
-// Python's str.capitalize (ASCII letters).
+// Python's str.capitalize.
 std::string capitalize(const std::string& s);
 // A filter or test argument by position or keyword, or nullptr.
 const Value* arg(const Args& args, const Kwargs& kwargs, size_t index, const char* name);

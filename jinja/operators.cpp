@@ -46,7 +46,7 @@ Value undefined_element(const Value& obj, const Value& key) {
 }
 
 void undefined_error(const Context& ctx, const Value& u) {
-  if (u.b) fail(ctx, "UndefinedError", u.name);
+  if (u.b) fail(ctx, u.i == 1 ? "SecurityError" : "UndefinedError", u.name);
   fail(ctx, "UndefinedError", to_repr(Value::string(u.name)) + " is undefined");
 }
 
@@ -122,13 +122,14 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
       return r;
     }
     if (a.is_string()) fail(ctx, "TypeError", std::string("can only concatenate str (not \"") + type_name(b) + "\") to str");
-    if (a.is_list() && b.is_list()) {
+    if (a.is_list() && b.is_list() && a.b == b.b && a.name.empty() && b.name.empty()) {
       List l = *a.list;
       l.insert(l.end(), b.list->begin(), b.list->end());
       ctx.check_size(l.size());
-      return Value::make_list(std::move(l));
+      return a.b ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
     }
-    if (a.is_list()) fail(ctx, "TypeError", std::string("can only concatenate list (not \"") + type_name(b) + "\") to list");
+    if (a.is_list() && a.name.empty())
+      fail(ctx, "TypeError", std::string("can only concatenate ") + type_name(a) + " (not \"" + type_name(b) + "\") to " + type_name(a));
   }
   if (op == "*") {
     const Value* seq = a.is_string() || a.is_list() ? &a : b.is_string() || b.is_list() ? &b : nullptr;
@@ -144,8 +145,13 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
       ctx.check_size(static_cast<size_t>(n) * seq->list->size());
       List l;
       for (int64_t k = 0; k < n; ++k) l.insert(l.end(), seq->list->begin(), seq->list->end());
-      return Value::make_list(std::move(l));
+      return seq->b ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
     }
+  }
+  if (op == "%" && a.is_string()) {  // printf-style formatting: a tuple gives the arguments
+    Args args = b.is_list() && b.b ? *b.list : Args{b};
+    std::string s = percent_format(ctx, a.str(), args);
+    return Value::string(std::move(s));
   }
   if (!a.is_number() || !b.is_number()) type_error(ctx, op, a, b);
   const bool ints = a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat;
@@ -160,7 +166,7 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
     if (op == "-") return Value::integer(i - j);
     if (op == "*") return Value::integer(i * j);
     if (op == "//" || op == "%") {
-      if (j == 0) fail(ctx, "ZeroDivisionError", "integer division or modulo by zero");
+      if (j == 0) fail(ctx, "ZeroDivisionError", op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
       int64_t q = i / j, r = i % j;
       if (r != 0 && ((r < 0) != (j < 0))) {  // Python floors
         --q;
@@ -181,7 +187,7 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
   if (op == "-") return Value::number(x - y);
   if (op == "*") return Value::number(x * y);
   if (op == "//" || op == "%") {
-    if (y == 0) fail(ctx, "ZeroDivisionError", "float modulo");
+    if (y == 0) fail(ctx, "ZeroDivisionError", op == "%" ? "float modulo" : "float floor division by zero");
     const double q = std::floor(x / y);
     return Value::number(op == "//" ? q : x - q * y);
   }
@@ -257,7 +263,7 @@ Value slice(Context& ctx, const Value& obj, const Value& start, const Value& sto
   const int64_t a = clamp(start, st > 0 ? 0 : n - 1), b = clamp(stop, st > 0 ? n : -1);
   List out;
   for (int64_t i = a; st > 0 ? i < b : i > b; i += st) out.push_back(items[static_cast<size_t>(i)]);
-  if (!str) return Value::make_list(std::move(out));
+  if (!str) return obj.b ? Value::make_tuple(std::move(out)) : Value::make_list(std::move(out));
   std::string s;
   for (const Value& c : out) s += c.str();
   return Value::string(std::move(s));

@@ -544,15 +544,8 @@ class Parser {
         next();
         auto t = node(Expr::Kind::kTest);
         t->negate = accept_name("not");
-        if (peek().kind == Token::Kind::kName) {
-          t->name = next().text;
-        } else if (peek().kind == Token::Kind::kOperator &&
-                   (peek().text == "==" || peek().text == "!=" || peek().text == "<" || peek().text == "<=" ||
-                    peek().text == ">" || peek().text == ">=")) {
-          t->name = next().text;
-        } else {
-          fail("expected a test name after 'is'");
-        }
+        if (peek().kind != Token::Kind::kName) fail("expected token 'name', got '" + peek().text + "'");
+        t->name = next().text;
         if (accept_op("(")) {
           parse_call_args(*t);
         } else if (starts_test_argument()) {

@@ -90,7 +90,7 @@ class Interpreter {
       case Expr::Kind::kTuple: {
         List l;
         for (const ExprPtr& x : e.items) l.push_back(eval(*x));
-        return Value::make_list(std::move(l));
+        return e.kind == Expr::Kind::kTuple ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
       }
       case Expr::Kind::kDict: {
         Dict d;
@@ -259,9 +259,11 @@ class Interpreter {
       return;
     }
     std::vector<Value> items = iterate(ctx_, v);
-    if (items.size() != targets.size())
-      fail(ctx_, "ValueError", "cannot unpack " + std::to_string(items.size()) + " values into " +
-                                   std::to_string(targets.size()) + " names");
+    if (items.size() > targets.size())
+      fail(ctx_, "ValueError", "too many values to unpack (expected " + std::to_string(targets.size()) + ")");
+    if (items.size() < targets.size())
+      fail(ctx_, "ValueError", "not enough values to unpack (expected " + std::to_string(targets.size()) + ", got " +
+                                   std::to_string(items.size()) + ")");
     for (size_t k = 0; k < targets.size(); ++k) ctx_.assign(targets[k], items[k]);
   }
 
@@ -315,7 +317,7 @@ class Interpreter {
   void define_macro(const Stmt& s) {
     const Stmt* def = &s;
     Context* ctx = &ctx_;
-    ctx_.assign(s.name, Value::callable(s.name, [def, ctx](Context& c, Args& args, Kwargs& kwargs) {
+    Value macro = Value::callable(s.name, [def, ctx](Context& c, Args& args, Kwargs& kwargs) {
       DepthGuard guard(c);
       if (args.size() > def->params.size())
         fail(c, "TypeError", "macro '" + def->name + "' takes not more than " + std::to_string(def->params.size()) +
@@ -358,7 +360,9 @@ class Interpreter {
       c.out = std::move(out_saved);
       Value result = Value::string(std::move(text));
       return result;
-    }));
+    });
+    macro.b = true;
+    ctx_.assign(s.name, std::move(macro));
   }
 
   Context& ctx_;

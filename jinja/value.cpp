@@ -55,6 +55,11 @@ Value Value::make_list(List x) {
   v.list = std::make_shared<List>(std::move(x));
   return v;
 }
+Value Value::make_tuple(List x) {
+  Value v = make_list(std::move(x));
+  v.b = true;
+  return v;
+}
 Value Value::make_dict(Dict x) {
   Value v;
   v.kind = Kind::kDict;
@@ -157,7 +162,7 @@ std::string float_repr(double d) {
     if (c >= '0' && c <= '9') digits += c;
   while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
   std::string out = neg ? "-" : "";
-  if (exp >= -5 && exp < 16) {
+  if (exp >= -4 && exp < 16) {
     if (exp < 0) {
       out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
     } else if (static_cast<int>(digits.size()) <= exp + 1) {
@@ -203,13 +208,25 @@ std::string string_repr(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// A namespace's attributes as the dict they print as.
+Value make_dict_view(const Value& ns) {
+  Value d = ns;
+  d.kind = Value::Kind::kDict;
+  return d;
+}
+
+}  // namespace
+
 std::string to_repr(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kString: return string_repr(*v.s);
     case Value::Kind::kUndefined: return "";
     case Value::Kind::kList: {
-      std::string out = "[";
+      std::string out = v.b ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) out += (k ? ", " : "") + to_repr((*v.list)[k]);
+      if (v.b) return out + (v.list->size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Value::Kind::kDict: {
@@ -230,8 +247,13 @@ std::string to_str(const Value& v) {
     case Value::Kind::kInt: return std::to_string(v.i);
     case Value::Kind::kFloat: return float_repr(v.f);
     case Value::Kind::kString: return *v.s;
-    case Value::Kind::kNamespace: return "<Namespace>";
-    case Value::Kind::kCallable: return "<function " + v.name + ">";
+    case Value::Kind::kNamespace: {
+      if (v.name.empty()) return "<Namespace " + to_repr(make_dict_view(v)) + ">";
+      const Value* index = v.find("index");
+      const Value* length = v.find("length");
+      return "<LoopContext " + (index ? to_str(*index) : "") + "/" + (length ? to_str(*length) : "") + ">";
+    }
+    case Value::Kind::kCallable: return v.b ? "<Macro " + to_repr(Value::string(v.name)) + ">" : "<function " + v.name + ">";
     case Value::Kind::kList:
       if (!v.name.empty()) return "<" + v.name + " object>";
       return to_repr(v);
@@ -253,7 +275,7 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::kNone: return true;
     case Value::Kind::kString: return *a.s == *b.s;
     case Value::Kind::kList:
-      if (a.list->size() != b.list->size()) return false;
+      if (a.list->size() != b.list->size() || a.b != b.b) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equals((*a.list)[k], (*b.list)[k])) return false;
       return true;
@@ -276,7 +298,7 @@ const char* type_name(const Value& v) {
     case Value::Kind::kInt: return "int";
     case Value::Kind::kFloat: return "float";
     case Value::Kind::kString: return "str";
-    case Value::Kind::kList: return v.name.empty() ? "list" : v.name.c_str();
+    case Value::Kind::kList: return !v.name.empty() ? v.name.c_str() : v.b ? "tuple" : "list";
     case Value::Kind::kDict: return "dict";
     case Value::Kind::kNamespace: return "Namespace";
     case Value::Kind::kCallable: return "function";
@@ -298,7 +320,7 @@ void json_string(const std::string& s, std::string& out) {
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
       default:
-        if (c < 0x20 || c == 0x7f) {
+        if (c < 0x20) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;

@@ -35,7 +35,8 @@ struct Value {
   std::shared_ptr<List> list;           // kList (tuples too)
   std::shared_ptr<Dict> dict;           // kDict and kNamespace (a namespace is mutable by `set ns.x`)
   std::shared_ptr<const Function> fn;   // kCallable
-  // kUndefined: the undefined variable's name, or (b true) the whole UndefinedError message, as
+  // kList: b is set for a tuple (and i is 1 for groupby's (grouper, list) tuples). kCallable: b is set for a macro. kUndefined: i is 1 when using
+  // it raises SecurityError (an attribute the sandbox refuses) rather than UndefinedError. kUndefined: the undefined variable's name, or (b true) the whole UndefinedError message, as
   // jinja2's hint or "'dict object' has no attribute 'x'"; kCallable: its name; kList: empty for a
   // list, else the Python iterator type it stands for ("generator" from map/select/items...),
   // which tojson and length refuse as Python does; kNamespace: empty for namespace(), else the
@@ -52,6 +53,7 @@ struct Value {
   static Value number(double v);
   static Value string(std::string v);
   static Value make_list(List v = {});
+  static Value make_tuple(List v = {});  // a kList with b set: prints as (a, b), never == a list
   static Value make_dict(Dict v = {});
   static Value make_namespace(Dict v = {});
   static Value callable(std::string name, Function fn);
