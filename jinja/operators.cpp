@@ -60,6 +60,7 @@ std::vector<Value> iterate(Context& ctx, const Value& v) {
       return keys;
     }
     case Value::Kind::kString: {
+      ctx.check_items(v.str().size() / 4);  // at least this many code points
       std::vector<Value> chars;
       for (std::string& c : code_points(v.str())) chars.push_back(Value::string(std::move(c)));
       return chars;
@@ -123,9 +124,9 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
     }
     if (a.is_string()) fail(ctx, "TypeError", std::string("can only concatenate str (not \"") + type_name(b) + "\") to str");
     if (a.is_list() && b.is_list() && a.b == b.b && a.name.empty() && b.name.empty()) {
+      ctx.check_items(a.list->size() + b.list->size());
       List l = *a.list;
       l.insert(l.end(), b.list->begin(), b.list->end());
-      ctx.check_size(l.size());
       return a.b ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
     }
     if (a.is_list() && a.name.empty())
@@ -137,12 +138,12 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
     if (seq && count->is_number() && count->kind != Value::Kind::kFloat) {
       const int64_t n = std::max<int64_t>(0, as_int(*count));
       if (seq->is_string()) {
-        ctx.check_size(static_cast<size_t>(n) * seq->str().size());
+        ctx.check_size(seq->str().empty() ? 0 : static_cast<size_t>(std::min<int64_t>(n, INT64_MAX / 2 / static_cast<int64_t>(seq->str().size())) * static_cast<int64_t>(seq->str().size())));
         std::string s;
         for (int64_t k = 0; k < n; ++k) s += seq->str();
         return Value::string(std::move(s));
       }
-      ctx.check_size(static_cast<size_t>(n) * seq->list->size());
+      ctx.check_items(seq->list->empty() ? 0 : static_cast<size_t>(std::min<int64_t>(n, INT64_MAX / 2 / static_cast<int64_t>(seq->list->size())) * static_cast<int64_t>(seq->list->size())));
       List l;
       for (int64_t k = 0; k < n; ++k) l.insert(l.end(), seq->list->begin(), seq->list->end());
       return seq->b ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
@@ -246,6 +247,7 @@ Value slice(Context& ctx, const Value& obj, const Value& start, const Value& sto
   std::vector<Value> items;
   const bool str = obj.is_string();
   if (str) {
+    ctx.check_items(obj.str().size() / 4);
     for (std::string& c : code_points(obj.str())) items.push_back(Value::string(std::move(c)));
   } else if (obj.is_list()) {
     items = *obj.list;

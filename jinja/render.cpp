@@ -32,13 +32,22 @@ void Context::assign(const std::string& name, Value v) {
 
 void Context::step() {
   if (++steps_ > limits.max_steps) fail(*this, "LimitError", "the template took more than " + std::to_string(limits.max_steps) + " steps");
-  if ((steps_ & 4095) == 0) {
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-    if (ms > limits.max_ms) fail(*this, "LimitError", "the template ran longer than " + std::to_string(static_cast<int>(limits.max_ms)) + " ms");
-  }
+  if ((steps_ & 255) == 0) check_time();
+}
+
+void Context::check_time() const {
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  if (ms > limits.max_ms) fail(*this, "LimitError", "the template ran longer than " + std::to_string(static_cast<int>(limits.max_ms)) + " ms");
+}
+
+void Context::check_items(size_t items) const {
+  if (items > static_cast<size_t>(limits.max_items))
+    fail(*this, "LimitError", "a list of " + std::to_string(items) + " items exceeds the limit of " + std::to_string(limits.max_items));
+  check_time();
 }
 
 void Context::check_size(size_t bytes) const {
+  check_time();
   if (bytes > static_cast<size_t>(limits.max_output_bytes))
     fail(*this, "LimitError", "a value of " + std::to_string(bytes) + " bytes exceeds the output limit of " +
                                   std::to_string(limits.max_output_bytes));

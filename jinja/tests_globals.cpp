@@ -94,8 +94,9 @@ Value range_fn(Context& ctx, Args& a, Kwargs&) {
     fail(ctx, "TypeError", "range expected 1 to 3 arguments, got " + std::to_string(a.size()));
   }
   if (step == 0) fail(ctx, "ValueError", "range() arg 3 must not be zero");
-  const int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                 : (start > stop ? (start - stop - step - 1) / -step : 0);
+  const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  const __int128 by = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+  const __int128 count = span > 0 ? (span + by - 1) / by : 0;
   // The sandbox's MAX_RANGE; a larger range is an error, never a long loop.
   if (count > 100000) fail(ctx, "OverflowError", "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   List out;

@@ -49,8 +49,26 @@ Value Value::string(std::string x) {
   v.s = std::make_shared<const std::string>(std::move(x));
   return v;
 }
+namespace {
+
+uint16_t nested_depth(const Value& item) {
+  return item.kind == Value::Kind::kList || item.kind == Value::Kind::kDict || item.kind == Value::Kind::kNamespace
+             ? static_cast<uint16_t>(item.depth + 1) : 0;
+}
+
+void check_depth(int depth) {
+  if (depth > kMaxValueDepth)
+    throw Error("LimitError: a value nests containers deeper than " + std::to_string(kMaxValueDepth) + " levels");
+}
+
+}  // namespace
+
 Value Value::make_list(List x) {
   Value v;
+  int d = 0;
+  for (const Value& item : x) d = std::max<int>(d, nested_depth(item));
+  check_depth(d);
+  v.depth = static_cast<uint16_t>(d);
   v.kind = Kind::kList;
   v.list = std::make_shared<List>(std::move(x));
   return v;
@@ -62,6 +80,10 @@ Value Value::make_tuple(List x) {
 }
 Value Value::make_dict(Dict x) {
   Value v;
+  int d = 0;
+  for (const auto& kv : x) d = std::max<int>(d, nested_depth(kv.second));
+  check_depth(d);
+  v.depth = static_cast<uint16_t>(d);
   v.kind = Kind::kDict;
   v.dict = std::make_shared<Dict>(std::move(x));
   return v;
@@ -79,7 +101,10 @@ Value Value::callable(std::string name, Function fn) {
   return v;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json(j, 0); }
+
+Value Value::from_json(const nlohmann::ordered_json& j, int level) {
+  check_depth(level);
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return boolean(j.get<bool>());
@@ -93,13 +118,13 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       List l;
       l.reserve(j.size());
-      for (const auto& x : j) l.push_back(from_json(x));
+      for (const auto& x : j) l.push_back(from_json(x, level + 1));
       return make_list(std::move(l));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
       d.reserve(j.size());
-      for (const auto& [k, x] : j.items()) d.emplace_back(string(k), from_json(x));
+      for (const auto& [k, x] : j.items()) d.emplace_back(string(k), from_json(x, level + 1));
       return make_dict(std::move(d));
     }
     default: return undefined();
@@ -220,6 +245,17 @@ Value make_dict_view(const Value& ns) {
 }  // namespace
 
 std::string to_repr(const Value& v) {
+  // A namespace can be made to contain itself (set ns.x = [ns]): printing is bounded.
+  thread_local int depth = 0;
+  struct Guard {
+    Guard() {
+      if (++depth > 2 * kMaxValueDepth) {
+        depth = 0;
+        throw Error("LimitError: a value nests containers deeper than " + std::to_string(kMaxValueDepth) + " levels");
+      }
+    }
+    ~Guard() { depth = depth > 0 ? depth - 1 : 0; }
+  } guard;
   switch (v.kind) {
     case Value::Kind::kString: return string_repr(*v.s);
     case Value::Kind::kUndefined: return "";

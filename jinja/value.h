@@ -25,6 +25,10 @@ using Args = std::vector<Value>;
 using Kwargs = std::vector<std::pair<std::string, Value>>;
 using Function = std::function<Value(Context&, Args&, Kwargs&)>;
 
+// Containers nest at most this deep (construction throws Error beyond): printing, comparing and
+// freeing them recurse.
+constexpr int kMaxValueDepth = 512;
+
 struct Value {
   enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable };
   Kind kind = Kind::kUndefined;
@@ -42,6 +46,7 @@ struct Value {
   // which tojson and length refuse as Python does; kNamespace: empty for namespace(), else the
   // class it stands for (the loop object).
   std::string name;
+  uint16_t depth = 0;                   // kList/kDict: how deeply containers nest inside (bounded)
   bool safe = false;                    // kString marked safe (no effect: autoescape is off, as transformers)
 
   Value() = default;
@@ -57,7 +62,8 @@ struct Value {
   static Value make_dict(Dict v = {});
   static Value make_namespace(Dict v = {});
   static Value callable(std::string name, Function fn);
-  static Value from_json(const nlohmann::ordered_json& j);
+  static Value from_json(const nlohmann::ordered_json& j);  // throws Error past kMaxValueDepth
+  static Value from_json(const nlohmann::ordered_json& j, int level);
 
   bool is_undefined() const { return kind == Kind::kUndefined; }
   bool is_none() const { return kind == Kind::kNone; }
