@@ -66,6 +66,26 @@ namespace {
 
 enum class Flow { kNormal, kBreak, kContinue };
 
+// Whether `target` (a namespace's attributes) is reachable from v.
+bool reaches(const Value& v, const Dict* target, std::vector<const Dict*>& seen) {
+  if (v.kind == Value::Kind::kNamespace) {
+    if (v.dict.get() == target) return true;
+    if (std::find(seen.begin(), seen.end(), v.dict.get()) != seen.end()) return false;
+    seen.push_back(v.dict.get());
+    for (const auto& kv : *v.dict)
+      if (reaches(kv.second, target, seen)) return true;
+    return false;
+  }
+  if (!v.holds_namespace) return false;
+  if (v.kind == Value::Kind::kList)
+    for (const Value& x : *v.list)
+      if (reaches(x, target, seen)) return true;
+  if (v.kind == Value::Kind::kDict)
+    for (const auto& kv : *v.dict)
+      if (reaches(kv.second, target, seen)) return true;
+  return false;
+}
+
 struct DepthGuard {
   Context& ctx;
   explicit DepthGuard(Context& c) : ctx(c) {
@@ -224,6 +244,10 @@ class Interpreter {
           const Value ns = ctx_.lookup(s.targets[0]);
           if (ns.kind != Value::Kind::kNamespace || !ns.name.empty())
             fail(ctx_, "TemplateRuntimeError", "cannot assign attribute on non-namespace object");
+          // Python allows a namespace to contain itself; here the cycle would never be freed.
+          std::vector<const Dict*> seen;
+          if (reaches(v, ns.dict.get(), seen))
+            fail(ctx_, "LimitError", "a namespace cannot contain itself (set " + s.targets[0] + "." + s.attr + ")");
           for (auto& [k, x] : *ns.dict) {
             if (k.is_string() && k.str() == s.attr) {
               x = std::move(v);

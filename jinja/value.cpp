@@ -66,7 +66,10 @@ void check_depth(int depth) {
 Value Value::make_list(List x) {
   Value v;
   int d = 0;
-  for (const Value& item : x) d = std::max<int>(d, nested_depth(item));
+  for (const Value& item : x) {
+    d = std::max<int>(d, nested_depth(item));
+    v.holds_namespace = v.holds_namespace || item.kind == Kind::kNamespace || item.holds_namespace;
+  }
   check_depth(d);
   v.depth = static_cast<uint16_t>(d);
   v.kind = Kind::kList;
@@ -81,7 +84,10 @@ Value Value::make_tuple(List x) {
 Value Value::make_dict(Dict x) {
   Value v;
   int d = 0;
-  for (const auto& kv : x) d = std::max<int>(d, nested_depth(kv.second));
+  for (const auto& kv : x) {
+    d = std::max<int>(d, nested_depth(kv.second));
+    v.holds_namespace = v.holds_namespace || kv.second.kind == Kind::kNamespace || kv.second.holds_namespace;
+  }
   check_depth(d);
   v.depth = static_cast<uint16_t>(d);
   v.kind = Kind::kDict;

@@ -47,6 +47,7 @@ struct Value {
   // class it stands for (the loop object).
   std::string name;
   uint16_t depth = 0;                   // kList/kDict: how deeply containers nest inside (bounded)
+  bool holds_namespace = false;         // kList/kDict: a namespace is inside (cycles are refused)
   bool safe = false;                    // kString marked safe (no effect: autoescape is off, as transformers)
 
   Value() = default;

@@ -103,7 +103,10 @@ TEST(JinjaLimits, DeepStatementsAreRefusedByTheParser) {
 TEST(JinjaLimits, DeepValuesAreRefused) {
   EXPECT_ERROR_HAS("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
                    "nests containers deeper than");
-  EXPECT_ERROR_HAS("{% set ns = namespace(x=1) %}{% set ns.x = [ns] %}{{ ns }}", "nests containers deeper than");
+  // A namespace containing itself (Python allows it; here it would leak): refused.
+  EXPECT_ERROR_HAS("{% set ns = namespace(x=1) %}{% set ns.x = [ns] %}{{ ns }}", "a namespace cannot contain itself");
+  EXPECT_ERROR_HAS("{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = {'k': [b]} %}", "cannot contain itself");
+  EXPECT_EQ(run("{% set a = namespace(x=1) %}{% set b = namespace(a=a) %}{% set b.c = [a] %}{{ b.c[0].x }}"), "");
   // Deep JSON in the context (a client's tool arguments): 2000 levels (nlohmann copies recursively).
   ordered_json deep = 1;
   for (int k = 0; k < 2000; ++k) deep = ordered_json::array({std::move(deep)});
