@@ -31,6 +31,7 @@ struct Expr {
   };
   Kind kind;
   int line = 0;
+  int height = 1;  // of the subtree (the parser bounds it: evaluation and destruction recurse on it)
   Value value;
   std::string name;  // kName, kGetAttr, kFilter, kTest; op for kUnary/kBinary
   bool negate = false;  // kTest: "is not"

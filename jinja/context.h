@@ -25,7 +25,10 @@ class Context {
   void step();
   // Appends to the output; throws Error past max_output_bytes.
   void write(const std::string& s);
-  void check_size(size_t bytes) const;  // a string or list about to be built
+  void check_size(size_t bytes) const;  // a string about to be built (also checks the time budget)
+  void check_items(size_t items) const;  // a list about to be built
+
+  void check_time() const;  // throws Error past max_ms
 
   std::string out;
   int depth = 0;  // nested macro calls and expression evaluations

@@ -6,18 +6,10 @@
 #include <map>
 
 #include "jinja/builtins.h"
+#include "jinja/filter_table.h"
+#include "jinja/unicode.h"
 
 namespace anelm::jinja {
-
-namespace {
-
-using FilterFn = Value (*)(Context&, const Value&, Args&, Kwargs&);
-
-Value generator(List items, const char* type = "generator") {
-  Value v = Value::make_list(std::move(items));
-  v.name = type;
-  return v;
-}
 
 int64_t int_arg(Context& ctx, const Value* v, int64_t dflt, const char* what) {
   if (!v || v->is_none()) return dflt;
@@ -28,14 +20,17 @@ int64_t int_arg(Context& ctx, const Value* v, int64_t dflt, const char* what) {
 
 bool bool_arg(const Value* v, bool dflt) { return v ? v->truthy() : dflt; }
 
-std::string lower_ascii(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+namespace {
+
+
+Value generator(List items, const char* type = "generator") {
+  Value v = Value::make_list(std::move(items));
+  v.name = type;
+  return v;
 }
-std::string upper_ascii(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
+
+std::string lower_ascii(const std::string& s) { return py_lower(s); }
+std::string upper_ascii(const std::string& s) { return py_upper(s); }
 
 // jinja2's make_attrgetter: "a.b.0" looks up item a, then b, then index 0 (items before attributes).
 Value attr_path(Context& ctx, const Value& obj, const Value& path) {
@@ -75,14 +70,14 @@ Value f_length(Context& ctx, const Value& v, Args&, Kwargs&) {
 
 Value f_first(Context& ctx, const Value& v, Args&, Kwargs&) {
   std::vector<Value> items = seq(ctx, v);
-  if (items.empty()) return Value::undefined("No first item, sequence was empty.");
+  if (items.empty()) return Value::undefined_hint("No first item, sequence was empty.");
   return items.front();
 }
 
 Value f_last(Context& ctx, const Value& v, Args&, Kwargs&) {
   if (v.is_list() && !v.name.empty()) fail(ctx, "TypeError", "'" + v.name + "' object is not reversible");
   std::vector<Value> items = seq(ctx, v);
-  if (items.empty()) return Value::undefined("No last item, sequence was empty.");
+  if (items.empty()) return Value::undefined_hint("No last item, sequence was empty.");
   return items.back();
 }
 
@@ -265,7 +260,7 @@ Value f_items(Context& ctx, const Value& v, Args&, Kwargs&) {
   if (v.is_undefined()) return generator({});
   if (!v.is_dict()) fail(ctx, "TypeError", "Can only get item pairs from a mapping.");
   List out;
-  for (const auto& [key, x] : *v.dict) out.push_back(Value::make_list({key, x}));
+  for (const auto& [key, x] : *v.dict) out.push_back(Value::make_tuple({key, x}));
   return generator(std::move(out));
 }
 
@@ -292,7 +287,7 @@ Value f_dictsort(Context& ctx, const Value& v, Args& a, Kwargs& k) {
     else if (by->str() != "key") fail(ctx, "FilterArgumentError", "You can only sort by either \"key\" or \"value\"");
   }
   std::vector<Value> items;
-  for (const auto& [key, x] : *v.dict) items.push_back(Value::make_list({key, x}));
+  for (const auto& [key, x] : *v.dict) items.push_back(Value::make_tuple({key, x}));
   stable_sort_by(ctx, items, [&](const Value& kv) { return sort_key((*kv.list)[pos], cs); }, reverse);
   return Value::make_list(std::move(items));
 }
@@ -302,7 +297,22 @@ Value f_sort(Context& ctx, const Value& v, Args& a, Kwargs& k) {
   const bool cs = bool_arg(arg(a, k, 1, "case_sensitive"), false);
   const Value* attribute = arg(a, k, 2, "attribute");
   std::vector<Value> items = seq(ctx, v);
+  std::vector<Value> parts;  // sort(attribute="age,name"): a key of several attributes
+  if (attribute && attribute->is_string() && attribute->str().find(',') != std::string::npos) {
+    const std::string& p = attribute->str();
+    for (size_t k0 = 0;;) {
+      const size_t comma = p.find(',', k0);
+      parts.push_back(Value::string(p.substr(k0, comma == std::string::npos ? std::string::npos : comma - k0)));
+      if (comma == std::string::npos) break;
+      k0 = comma + 1;
+    }
+  }
   stable_sort_by(ctx, items, [&](const Value& x) {
+    if (!parts.empty()) {
+      List key;
+      for (const Value& part : parts) key.push_back(sort_key(attr_path(ctx, x, part), cs));
+      return Value::make_list(std::move(key));
+    }
     return sort_key(attribute && !attribute->is_none() ? attr_path(ctx, x, *attribute) : x, cs);
   }, reverse);
   return Value::make_list(std::move(items));
@@ -381,77 +391,7 @@ Value f_safe(Context&, const Value& v, Args&, Kwargs&) {
 
 }  // namespace
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 namespace {
-
-Value f_escape(Context&, const Value& v, Args&, Kwargs&) {
-  if (v.is_string() && v.safe) return v;
-  Value s = Value::string(html_escape(to_str(v)));
-  s.safe = true;
-  return s;
-}
-
-// Python's str.splitlines (the ASCII line boundaries).
-std::vector<std::string> splitlines(const std::string& s) {
-  std::vector<std::string> lines;
-  size_t k = 0, start = 0;
-  while (k < s.size()) {
-    const char c = s[k];
-    if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\x1c' || c == '\x1d' || c == '\x1e') {
-      lines.push_back(s.substr(start, k - start));
-      k += (c == '\r' && k + 1 < s.size() && s[k + 1] == '\n') ? 2 : 1;
-      start = k;
-    } else {
-      ++k;
-    }
-  }
-  if (start < s.size()) lines.push_back(s.substr(start));
-  return lines;
-}
-
-Value f_indent(Context& ctx, const Value& v, Args& a, Kwargs& k) {
-  const Value* width = arg(a, k, 0, "width");
-  std::string pad(4, ' ');
-  if (width && width->is_string()) pad = width->str();
-  else if (width) pad.assign(static_cast<size_t>(std::clamp<int64_t>(int_arg(ctx, width, 4, "width"), 0, 1024)), ' ');
-  const bool first = bool_arg(arg(a, k, 1, "first"), false);
-  const bool blank = bool_arg(arg(a, k, 2, "blank"), false);
-  std::vector<std::string> lines = splitlines(to_str(v) + "\n");
-  std::string out;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (i) out += "\n" + ((blank || !lines[i].empty()) ? pad : std::string());
-    out += lines[i];
-    ctx.check_size(out.size());
-  }
-  if (first) out = pad + out;
-  return Value::string(std::move(out));
-}
-
-Value f_wordcount(Context&, const Value& v, Args&, Kwargs&) {
-  const std::string s = to_str(v);
-  int64_t n = 0;
-  bool in_word = false;
-  for (unsigned char c : s) {
-    const bool w = std::isalnum(c) || c == '_' || c >= 0x80;
-    if (w && !in_word) ++n;
-    in_word = w;
-  }
-  return Value::integer(n);
-}
 
 Value f_abs(Context& ctx, const Value& v, Args&, Kwargs&) {
   if (v.kind == Value::Kind::kInt) return Value::integer(v.i < 0 ? -v.i : v.i);
@@ -466,6 +406,7 @@ Value f_round(Context& ctx, const Value& v, Args& a, Kwargs& k) {
   const int64_t precision = std::clamp<int64_t>(int_arg(ctx, arg(a, k, 0, "precision"), 0, "precision"), -20, 20);
   const Value* method = arg(a, k, 1, "method");
   const std::string m = method ? to_str(*method) : "common";
+  if (m == "common" && v.kind != Value::Kind::kFloat && precision >= 0) return Value::integer(v.kind == Value::Kind::kBool ? v.b : v.i);
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double x = v.as_double() * scale;
   double r;
@@ -489,7 +430,7 @@ Value min_max(Context& ctx, const Value& v, Args& a, Kwargs& k, bool want_max) {
   const bool cs = bool_arg(arg(a, k, 0, "case_sensitive"), false);
   const Value* attribute = arg(a, k, 1, "attribute");
   std::vector<Value> items = seq(ctx, v);
-  if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+  if (items.empty()) return Value::undefined_hint("No aggregated item, sequence was empty.");
   size_t best = 0;
   auto key = [&](const Value& x) { return sort_key(attribute && !attribute->is_none() ? attr_path(ctx, x, *attribute) : x, cs); };
   for (size_t i = 1; i < items.size(); ++i) {
@@ -531,143 +472,69 @@ Value f_reverse(Context& ctx, const Value& v, Args&, Kwargs&) {
   return generator(std::move(items), v.is_list() && v.name.empty() ? "list_reverseiterator" : "list");
 }
 
-Value f_center(Context& ctx, const Value& v, Args& a, Kwargs& k) {
-  const std::string s = to_str(v);
-  const int64_t width = std::min<int64_t>(int_arg(ctx, arg(a, k, 0, "width"), 80, "width"), 1 << 20);
-  const int64_t len = static_cast<int64_t>(code_points(s).size());
-  if (width <= len) return Value::string(s);
-  const int64_t marg = width - len, left = marg / 2 + (marg & width & 1);
-  return Value::string(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(marg - left), ' '));
-}
-
-Value f_truncate(Context& ctx, const Value& v, Args& a, Kwargs& k) {
-  const std::vector<std::string> cps = code_points(to_str(v));
-  const int64_t length = int_arg(ctx, arg(a, k, 0, "length"), 255, "length");
-  const bool killwords = bool_arg(arg(a, k, 1, "killwords"), false);
-  const Value* endv = arg(a, k, 2, "end");
-  const std::string end = endv ? to_str(*endv) : "...";
-  const int64_t leeway = int_arg(ctx, arg(a, k, 3, "leeway"), 5, "leeway");
-  const int64_t n = static_cast<int64_t>(cps.size());
-  if (n <= length + leeway) return Value::string(to_str(v));
-  const int64_t keep = std::clamp<int64_t>(length - static_cast<int64_t>(code_points(end).size()), 0, n);
-  std::string head;
-  for (int64_t i = 0; i < keep; ++i) head += cps[static_cast<size_t>(i)];
-  if (!killwords) {
-    const size_t sp = head.rfind(' ');
-    if (sp != std::string::npos) head.resize(sp);
+// groupby(attribute, default=None, case_sensitive=False): (grouper, items) tuples sorted by the
+// key; the grouper is the first item's own value when case is ignored.
+Value f_groupby(Context& ctx, const Value& v, Args& a, Kwargs& k) {
+  const Value* attribute = arg(a, k, 0, "attribute");
+  if (!attribute) fail(ctx, "TypeError", "do_groupby() missing 1 required positional argument: 'attribute'");
+  const Value* dflt = arg(a, k, 1, "default");
+  const bool cs = bool_arg(arg(a, k, 2, "case_sensitive"), false);
+  auto raw = [&](const Value& x) {
+    Value r = attr_path(ctx, x, *attribute);
+    return r.is_undefined() && dflt && !dflt->is_none() ? *dflt : r;
+  };
+  std::vector<Value> items = seq(ctx, v);
+  stable_sort_by(ctx, items, [&](const Value& x) { return sort_key(raw(x), cs); }, false);
+  List out;
+  Value current_key;
+  for (const Value& x : items) {
+    const Value key = sort_key(raw(x), cs);
+    if (out.empty() || !equals(key, current_key)) {
+      Value group = Value::make_tuple({raw(x), Value::make_list()});
+      group.i = 1;  // a _GroupTuple: .grouper and .list
+      out.push_back(std::move(group));
+      current_key = key;
+    }
+    (*out.back().list)[1].list->push_back(x);
   }
-  return Value::string(head + end);
-}
-
-// printf-style "%s" % args as the format filter does (%s %r %d %i %f %x %%, with width/precision).
-Value f_format(Context& ctx, const Value& v, Args& a, Kwargs& k) {
-  const std::string f = to_str(v);
-  std::string out;
-  size_t next = 0;
-  for (size_t i = 0; i < f.size(); ++i) {
-    if (f[i] != '%') {
-      out += f[i];
-      continue;
-    }
-    size_t j = i + 1;
-    while (j < f.size() && std::strchr("-+ 0#.0123456789", f[j])) ++j;
-    if (j >= f.size()) fail(ctx, "ValueError", "incomplete format");
-    const char conv = f[j];
-    const std::string spec = f.substr(i + 1, j - i - 1);
-    i = j;
-    if (conv == '%') {
-      out += '%';
-      continue;
-    }
-    if (next >= a.size()) fail(ctx, "TypeError", "not enough arguments for format string");
-    const Value& x = a[next++];
-    char buf[512];
-    if (conv == 's' || conv == 'r') {
-      const std::string s = conv == 's' ? to_str(x) : to_repr(x);
-      std::snprintf(buf, sizeof buf, ("%" + spec + "s").c_str(), s.c_str());
-      out += s.size() + 64 < sizeof buf ? std::string(buf) : s;
-    } else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
-      if (!x.is_number()) fail(ctx, "TypeError", std::string("%") + conv + " format: a real number is required, not " + type_name(x));
-      std::snprintf(buf, sizeof buf, ("%" + spec + "ll" + std::string(1, conv == 'i' ? 'd' : conv)).c_str(),
-                    static_cast<long long>(x.kind == Value::Kind::kFloat ? std::trunc(x.f) : static_cast<double>(x.kind == Value::Kind::kBool ? x.b : x.i)));
-      out += buf;
-    } else if (conv == 'f' || conv == 'F' || conv == 'e' || conv == 'E' || conv == 'g' || conv == 'G') {
-      if (!x.is_number()) fail(ctx, "TypeError", std::string("must be real number, not ") + type_name(x));
-      std::snprintf(buf, sizeof buf, ("%" + spec + std::string(1, conv)).c_str(), x.as_double());
-      out += buf;
-    } else {
-      fail(ctx, "ValueError", std::string("unsupported format character '") + conv + "'");
-    }
-    ctx.check_size(out.size());
-  }
-  (void)k;
-  if (next < a.size()) fail(ctx, "TypeError", "not all arguments converted during string formatting");
-  return Value::string(std::move(out));
-}
-
-Value f_striptags(Context&, const Value& v, Args&, Kwargs&) {
-  const std::string s = to_str(v);
-  std::string text;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') {
-      const size_t e = s.find('>', i);
-      if (e != std::string::npos) {
-        i = e;
-        continue;
-      }
-    }
-    text += s[i];
-  }
-  std::string out;  // whitespace runs collapse to one space, ends trimmed
-  bool space = false;
-  for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return Value::string(std::move(out));
+  return Value::make_list(std::move(out));
 }
 
 Value f_attr(Context& ctx, const Value& v, Args& a, Kwargs& k) {
   const Value* name = arg(a, k, 0, "name");
   if (!name) fail(ctx, "TypeError", "attr needs a name");
-  return get_attribute(ctx, v, to_str(*name));
+  // Python's getattr only: a dict's keys are not its attributes.
+  const std::string n = to_str(*name);
+  if (v.is_dict() && n != "items" && n != "keys" && n != "values" && n != "get" && n != "copy") {
+    const Value attribute = get_attribute(ctx, Value::make_dict(), n);
+    return attribute.is_undefined() ? undefined_attribute(v, n) : attribute;
+  }
+  return get_attribute(ctx, v, n);
 }
 
 const std::map<std::string, FilterFn>& filters() {
-  static const std::map<std::string, FilterFn> table = {
-      {"abs", f_abs},         {"attr", f_attr},
-      {"batch", f_batch},     {"capitalize", f_capitalize},
-      {"center", f_center},   {"count", f_length},
-      {"d", f_default},       {"default", f_default},
-      {"dictsort", f_dictsort}, {"e", f_escape},
-      {"escape", f_escape},   {"first", f_first},
-      {"float", f_float},     {"format", f_format},
-      {"forceescape", f_escape}, {"indent", f_indent},
-      {"int", f_int},         {"items", f_items},
-      {"join", f_join},       {"last", f_last},
-      {"length", f_length},   {"list", f_list},
-      {"lower", f_lower},     {"map", f_map},
-      {"max", f_max},         {"min", f_min},
-      {"reject", f_reject},   {"rejectattr", f_rejectattr},
-      {"replace", f_replace}, {"reverse", f_reverse},
-      {"round", f_round},     {"safe", f_safe},
-      {"select", f_select},   {"selectattr", f_selectattr},
-      {"sort", f_sort},       {"string", f_string},
-      {"striptags", f_striptags}, {"sum", f_sum},
-      {"title", f_title},     {"tojson", f_tojson},
-      {"trim", f_trim},       {"truncate", f_truncate},
-      {"unique", f_unique},   {"upper", f_upper},
-      {"wordcount", f_wordcount},
-  };
+  static const std::map<std::string, FilterFn> table = [] {
+    std::map<std::string, FilterFn> t = {
+        {"abs", f_abs},           {"attr", f_attr},       {"batch", f_batch},     {"capitalize", f_capitalize},
+        {"count", f_length},      {"d", f_default},       {"default", f_default}, {"dictsort", f_dictsort},
+        {"first", f_first},       {"float", f_float},     {"groupby", f_groupby}, {"int", f_int},
+        {"items", f_items},       {"join", f_join},       {"last", f_last},       {"length", f_length},
+        {"list", f_list},         {"lower", f_lower},     {"map", f_map},         {"max", f_max},
+        {"min", f_min},           {"reject", f_reject},   {"rejectattr", f_rejectattr},
+        {"replace", f_replace},   {"reverse", f_reverse}, {"round", f_round},     {"safe", f_safe},
+        {"select", f_select},     {"selectattr", f_selectattr}, {"sort", f_sort}, {"string", f_string},
+        {"sum", f_sum},           {"title", f_title},     {"tojson", f_tojson},   {"trim", f_trim},
+        {"unique", f_unique},     {"upper", f_upper},
+    };
+    add_text_filters(t);
+    return t;
+  }();
   return table;
 }
 
 }  // namespace
+
+bool has_filter(const std::string& name) { return filters().count(name) > 0; }
 
 Value apply_filter(Context& ctx, const std::string& name, const Value& input, Args& args, Kwargs& kwargs) {
   ctx.step();

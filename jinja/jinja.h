@@ -16,7 +16,8 @@
 namespace anelm::jinja {
 
 struct Limits {
-  int64_t max_output_bytes = 4 << 20;
+  int64_t max_output_bytes = 4 << 20;  // the output, and any one string a template builds
+  int64_t max_items = 1 << 18;         // any one list a template builds (or iterates a string into)
   int64_t max_steps = 20'000'000;   // evaluated nodes and loop iterations
   int max_depth = 200;              // macro calls, nested expressions, statements
   int64_t max_template_bytes = 1 << 20;

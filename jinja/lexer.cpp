@@ -47,6 +47,7 @@ class Lexer {
   std::vector<Token> run() {
     bool strip_next = false;   // the previous tag ended with "-"
     bool trim_newline = false; // the previous tag was a block/comment ending in "%}" / "#}"
+    bool line_start = true;    // the text starts a line (lstrip_blocks applies to its first line)
     while (pos_ < s_.size()) {
       const size_t open = find_tag(pos_);
       std::string text(s_.substr(pos_, open - pos_));
@@ -54,9 +55,12 @@ class Lexer {
         size_t k = 0;
         while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
         text.erase(0, k);
+        line_start = k > 0 && s_[pos_ + k - 1] == '\n';
       } else if (trim_newline) {
-        if (text.rfind("\r\n", 0) == 0) text.erase(0, 2);
-        else if (!text.empty() && text[0] == '\n') text.erase(0, 1);
+        line_start = !text.empty() && text[0] == '\n';
+        if (line_start) text.erase(0, 1);
+      } else if (pos_ > 0) {
+        line_start = false;
       }
       strip_next = trim_newline = false;
       const int text_line = line_;
@@ -71,7 +75,7 @@ class Lexer {
       if (marker == '-') {
         while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
       } else if (marker != '+' && kind != '{') {
-        lstrip(text);
+        lstrip(text, line_start);
       }
       emit_text(std::move(text), text_line);
       pos_ += (marker == '-' || marker == '+') ? 3 : 2;
@@ -110,11 +114,12 @@ class Lexer {
     return s_.size();
   }
 
-  // lstrip_blocks: drop the spaces/tabs that precede the tag on its line.
-  static void lstrip(std::string& text) {
+  // lstrip_blocks: drop the spaces/tabs that precede the tag on its line (when that line starts
+  // in this text, or the text itself starts a line).
+  static void lstrip(std::string& text, bool line_start) {
     size_t k = text.size();
     while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t')) --k;
-    if (k == 0 || text[k - 1] == '\n') text.erase(k);
+    if (k == 0 ? line_start : text[k - 1] == '\n') text.erase(k);
   }
 
   void emit_text(std::string text, int line) {
@@ -152,7 +157,7 @@ class Lexer {
       if (dash_open) {
         while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
       } else {
-        lstrip(text);
+        lstrip(text, false);
       }
       emit_text(std::move(text), line_);
       line_ += count_lines(s_.substr(pos_, m - pos_));
@@ -301,6 +306,21 @@ class Lexer {
 
 }  // namespace
 
-std::vector<Token> tokenize(std::string_view source) { return Lexer(source).run(); }
+std::vector<Token> tokenize(std::string_view source) {
+  // As jinja2: every "\r\n" and "\r" becomes "\n", and one trailing newline is dropped
+  // (keep_trailing_newline is off).
+  std::string normal;
+  normal.reserve(source.size());
+  for (size_t k = 0; k < source.size(); ++k) {
+    if (source[k] == '\r') {
+      normal += '\n';
+      if (k + 1 < source.size() && source[k + 1] == '\n') ++k;
+    } else {
+      normal += source[k];
+    }
+  }
+  if (!normal.empty() && normal.back() == '\n') normal.pop_back();
+  return Lexer(normal).run();
+}
 
 }  // namespace anelm::jinja

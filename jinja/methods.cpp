@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "jinja/builtins.h"
+#include "jinja/unicode.h"
 
 namespace anelm::jinja {
 
@@ -120,27 +121,10 @@ Value str_method(Context& ctx, const Value& self, const std::string& name, Args&
     if (!w) fail(ctx, "TypeError", name + "() takes at least 1 argument (0 given)");
     return Value::boolean(affix(s, *w, name == "startswith"));
   }
-  if (name == "upper" || name == "lower") {
-    std::string out = s;
-    for (char& c : out)
-      if (static_cast<unsigned char>(c) < 0x80) c = static_cast<char>(name == "upper" ? std::toupper(c) : std::tolower(c));
-    return Value::string(std::move(out));
-  }
-  if (name == "capitalize") return Value::string(capitalize(s));
-  if (name == "title") {
-    std::string out = s;
-    bool start = true;
-    for (char& c : out) {
-      const unsigned char u = static_cast<unsigned char>(c);
-      if (std::isalpha(u)) {
-        c = static_cast<char>(start ? std::toupper(u) : std::tolower(u));
-        start = false;
-      } else {
-        start = u < 0x80;
-      }
-    }
-    return Value::string(std::move(out));
-  }
+  if (name == "upper") return Value::string(py_upper(s));
+  if (name == "lower") return Value::string(py_lower(s));
+  if (name == "capitalize") return Value::string(py_capitalize(s));
+  if (name == "title") return Value::string(py_title(s));
   if (name == "replace") {
     const Value* from = arg(a, k, 0, "old");
     const Value* to = arg(a, k, 1, "new");
@@ -169,17 +153,21 @@ Value str_method(Context& ctx, const Value& self, const std::string& name, Args&
     }
     const size_t at = name == "rfind" ? s.rfind(sub->str()) : s.find(sub->str());
     if (at == std::string::npos && name == "index") fail(ctx, "ValueError", "substring not found");
-    return Value::integer(at == std::string::npos ? -1 : static_cast<int64_t>(at));
+    if (at == std::string::npos) return Value::integer(-1);
+    int64_t index = 0;  // Python counts code points, not bytes
+    for (size_t i = 0; i < at; ++i) index += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    return Value::integer(index);
   }
   if (name == "join") {
     const Value* items = arg(a, k, 0, "iterable");
     if (!items) fail(ctx, "TypeError", "join() takes exactly one argument");
     std::string out;
-    bool first = true;
+    size_t index = 0;
     for (const Value& v : iterate(ctx, *items)) {
-      if (!v.is_string()) fail(ctx, "TypeError", std::string("sequence item: expected str instance, ") + type_name(v) + " found");
-      out += (first ? "" : s) + v.str();
-      first = false;
+      if (!v.is_string())
+        fail(ctx, "TypeError", "sequence item " + std::to_string(index) + ": expected str instance, " + type_name(v) + " found");
+      out += (index++ ? s : "") + v.str();
+      ctx.check_size(out.size());
     }
     return Value::string(std::move(out));
   }
@@ -204,17 +192,15 @@ Value str_method(Context& ctx, const Value& self, const std::string& name, Args&
   if (name == "isalpha") return all([](unsigned char c) { return std::isalpha(c) != 0; });
   if (name == "isalnum") return all([](unsigned char c) { return std::isalnum(c) != 0; });
   if (name == "isspace") return all([](unsigned char c) { return std::isspace(c) != 0; });
-  if (name == "islower") return Value::boolean(std::any_of(s.begin(), s.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); }) &&
-                                               !std::any_of(s.begin(), s.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); }));
-  if (name == "isupper") return Value::boolean(std::any_of(s.begin(), s.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); }) &&
-                                               !std::any_of(s.begin(), s.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); }));
+  if (name == "islower") return Value::boolean(py_islower(s));
+  if (name == "isupper") return Value::boolean(py_isupper(s));
   fail(ctx, "UndefinedError", "'str object' has no attribute '" + name + "'");
 }
 
 Value dict_method(Context& ctx, const Value& self, const std::string& name, Args& a, Kwargs& k) {
   if (name == "items") {
     List out;
-    for (const auto& [key, v] : *self.dict) out.push_back(Value::make_list({key, v}));
+    for (const auto& [key, v] : *self.dict) out.push_back(Value::make_tuple({key, v}));
     return Value::make_list(std::move(out));
   }
   if (name == "keys" || name == "values") {
@@ -233,13 +219,28 @@ Value dict_method(Context& ctx, const Value& self, const std::string& name, Args
   fail(ctx, "UndefinedError", "'dict object' has no attribute '" + name + "'");
 }
 
+Value list_method(Context& ctx, const Value& self, const std::string& name, Args& a, Kwargs& k) {
+  if (name == "copy") return Value::make_list(*self.list);
+  const Value* x = arg(a, k, 0, "value");
+  if (!x) fail(ctx, "TypeError", name + "() takes exactly one argument (0 given)");
+  int64_t n = 0;
+  for (size_t i = 0; i < self.list->size(); ++i) {
+    if (!equals((*self.list)[i], *x)) continue;
+    if (name == "index") return Value::integer(static_cast<int64_t>(i));
+    ++n;
+  }
+  if (name == "index") fail(ctx, "ValueError", to_repr(*x) + " is not in " + type_name(self));
+  return Value::integer(n);
+}
+
 const char* const kStrMethods[] = {"strip", "lstrip", "rstrip", "split", "startswith", "endswith", "upper", "lower",
                                    "capitalize", "title", "replace", "find", "rfind", "index", "count", "join",
                                    "format", "splitlines", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum",
                                    "isspace", "islower", "isupper"};
 const char* const kDictMethods[] = {"items", "keys", "values", "get", "copy"};
-const char* const kMutators[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
-                                 "update", "setdefault", "popitem"};
+// What ImmutableSandboxedEnvironment refuses (MutableSequence and MutableMapping methods).
+const char* const kListMutators[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
+const char* const kDictMutators[] = {"clear", "pop", "popitem", "setdefault", "update"};
 
 template <size_t N>
 bool listed(const char* const (&names)[N], const std::string& name) {
@@ -255,42 +256,45 @@ const Value* arg(const Args& args, const Kwargs& kwargs, size_t index, const cha
   return nullptr;
 }
 
-std::string capitalize(const std::string& s) {
-  std::string out = s;
-  for (size_t k = 0; k < out.size(); ++k) {
-    const unsigned char c = static_cast<unsigned char>(out[k]);
-    if (c < 0x80) out[k] = static_cast<char>(k == 0 ? std::toupper(c) : std::tolower(c));
-  }
-  return out;
+std::string capitalize(const std::string& s) { return py_capitalize(s); }
+
+// jinja2's sandbox: an attribute Python has but the sandbox refuses (a dunder, a mutating method)
+// is an Undefined that raises SecurityError when used; printed or tested, it is just undefined.
+Value unsafe_attribute(const Value& obj, const std::string& name) {
+  Value u = Value::undefined_hint("access to attribute " + to_repr(Value::string(name)) + " of " +
+                                  to_repr(Value::string(type_name(obj))) + " object is unsafe.");
+  u.i = 1;
+  return u;
 }
 
 Value get_attribute(Context& ctx, const Value& obj, const std::string& name) {
+  (void)ctx;
+  if (name.size() > 4 && name.rfind("__", 0) == 0 && name.compare(name.size() - 2, 2, "__") == 0 && !obj.is_undefined())
+    return unsafe_attribute(obj, name);
+  auto method = [&](Value (*fn)(Context&, const Value&, const std::string&, Args&, Kwargs&)) {
+    return Value::callable(name, [obj, name, fn](Context& c, Args& a, Kwargs& k) { return fn(c, obj, name, a, k); });
+  };
   switch (obj.kind) {
     case Value::Kind::kString:
-      if (listed(kStrMethods, name))
-        return Value::callable(name, [obj, name](Context& c, Args& a, Kwargs& k) { return str_method(c, obj, name, a, k); });
-      return Value::undefined("'str object' has no attribute '" + name + "'");
+      if (listed(kStrMethods, name)) return method(str_method);
+      return undefined_attribute(obj, name);
     case Value::Kind::kDict:
       // As Python's getattr: a dict's methods win over its keys (tool.items is the method).
-      if (listed(kDictMethods, name))
-        return Value::callable(name, [obj, name](Context& c, Args& a, Kwargs& k) { return dict_method(c, obj, name, a, k); });
-      if (listed(kMutators, name)) break;
+      if (listed(kDictMethods, name)) return method(dict_method);
+      if (listed(kDictMutators, name)) return unsafe_attribute(obj, name);
       if (const Value* v = obj.find(name)) return *v;
-      return Value::undefined("'dict object' has no attribute '" + name + "'");
+      return undefined_attribute(obj, name);
     case Value::Kind::kNamespace:
       if (const Value* v = obj.find(name)) return *v;
-      return Value::undefined("'Namespace object' has no attribute '" + name + "'");
+      return undefined_attribute(obj, name);
     case Value::Kind::kList:
-      if (listed(kMutators, name)) break;
-      return Value::undefined("'list object' has no attribute '" + name + "'");
-    case Value::Kind::kNone: return Value::undefined("'None' has no attribute '" + name + "'");
-    default: return Value::undefined(std::string("'") + type_name(obj) + " object' has no attribute '" + name + "'");
+      if (!obj.name.empty()) return undefined_attribute(obj, name);  // an iterator has no methods
+      if (obj.b && obj.i == 1 && (name == "grouper" || name == "list")) return (*obj.list)[name == "grouper" ? 0 : 1];
+      if (name == "count" || name == "index" || (name == "copy" && !obj.b)) return method(list_method);
+      if (!obj.b && listed(kListMutators, name)) return unsafe_attribute(obj, name);
+      return undefined_attribute(obj, name);
+    default: return undefined_attribute(obj, name);
   }
-  // ImmutableSandboxedEnvironment: methods that modify a list or dict are unsafe; using one fails.
-  const std::string type = type_name(obj);
-  return Value::callable(name, [name, type](Context& c, Args&, Kwargs&) -> Value {
-    fail(c, "SecurityError", "access to attribute '" + name + "' of '" + type + "' object is unsafe.");
-  });
 }
 
 Value call_value(Context& ctx, const Value& callee, Args& args, Kwargs& kwargs) {

@@ -27,9 +27,27 @@ int64_t as_int(const Value& v) { return v.kind == Value::Kind::kBool ? v.b : v.i
 
 }  // namespace
 
+std::string object_type_repr(const Value& obj) {
+  switch (obj.kind) {
+    case Value::Kind::kNone: return "None";
+    case Value::Kind::kNamespace: return (obj.name.empty() ? "jinja2.utils.Namespace" : obj.name) + " object";
+    case Value::Kind::kCallable: return "function object";
+    default: return std::string(type_name(obj)) + " object";
+  }
+}
+
+Value undefined_attribute(const Value& obj, const std::string& name) {
+  return Value::undefined_hint(to_repr(Value::string(object_type_repr(obj))) + " has no attribute " +
+                               to_repr(Value::string(name)));
+}
+
+Value undefined_element(const Value& obj, const Value& key) {
+  return Value::undefined_hint(object_type_repr(obj) + " has no element " + to_repr(key));
+}
+
 void undefined_error(const Context& ctx, const Value& u) {
-  if (u.name.find(" has no attribute ") != std::string::npos) fail(ctx, "UndefinedError", u.name);
-  fail(ctx, "UndefinedError", "'" + u.name + "' is undefined");
+  if (u.b) fail(ctx, u.i == 1 ? "SecurityError" : "UndefinedError", u.name);
+  fail(ctx, "UndefinedError", to_repr(Value::string(u.name)) + " is undefined");
 }
 
 std::vector<Value> iterate(Context& ctx, const Value& v) {
@@ -42,6 +60,7 @@ std::vector<Value> iterate(Context& ctx, const Value& v) {
       return keys;
     }
     case Value::Kind::kString: {
+      ctx.check_items(v.str().size() / 4);  // at least this many code points
       std::vector<Value> chars;
       for (std::string& c : code_points(v.str())) chars.push_back(Value::string(std::move(c)));
       return chars;
@@ -104,13 +123,14 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
       return r;
     }
     if (a.is_string()) fail(ctx, "TypeError", std::string("can only concatenate str (not \"") + type_name(b) + "\") to str");
-    if (a.is_list() && b.is_list()) {
+    if (a.is_list() && b.is_list() && a.b == b.b && a.name.empty() && b.name.empty()) {
+      ctx.check_items(a.list->size() + b.list->size());
       List l = *a.list;
       l.insert(l.end(), b.list->begin(), b.list->end());
-      ctx.check_size(l.size());
-      return Value::make_list(std::move(l));
+      return a.b ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
     }
-    if (a.is_list()) fail(ctx, "TypeError", std::string("can only concatenate list (not \"") + type_name(b) + "\") to list");
+    if (a.is_list() && a.name.empty())
+      fail(ctx, "TypeError", std::string("can only concatenate ") + type_name(a) + " (not \"" + type_name(b) + "\") to " + type_name(a));
   }
   if (op == "*") {
     const Value* seq = a.is_string() || a.is_list() ? &a : b.is_string() || b.is_list() ? &b : nullptr;
@@ -118,16 +138,21 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
     if (seq && count->is_number() && count->kind != Value::Kind::kFloat) {
       const int64_t n = std::max<int64_t>(0, as_int(*count));
       if (seq->is_string()) {
-        ctx.check_size(static_cast<size_t>(n) * seq->str().size());
+        ctx.check_size(seq->str().empty() ? 0 : static_cast<size_t>(std::min<int64_t>(n, INT64_MAX / 2 / static_cast<int64_t>(seq->str().size())) * static_cast<int64_t>(seq->str().size())));
         std::string s;
         for (int64_t k = 0; k < n; ++k) s += seq->str();
         return Value::string(std::move(s));
       }
-      ctx.check_size(static_cast<size_t>(n) * seq->list->size());
+      ctx.check_items(seq->list->empty() ? 0 : static_cast<size_t>(std::min<int64_t>(n, INT64_MAX / 2 / static_cast<int64_t>(seq->list->size())) * static_cast<int64_t>(seq->list->size())));
       List l;
       for (int64_t k = 0; k < n; ++k) l.insert(l.end(), seq->list->begin(), seq->list->end());
-      return Value::make_list(std::move(l));
+      return seq->b ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
     }
+  }
+  if (op == "%" && a.is_string()) {  // printf-style formatting: a tuple gives the arguments
+    Args args = b.is_list() && b.b ? *b.list : Args{b};
+    std::string s = percent_format(ctx, a.str(), args);
+    return Value::string(std::move(s));
   }
   if (!a.is_number() || !b.is_number()) type_error(ctx, op, a, b);
   const bool ints = a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat;
@@ -142,7 +167,7 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
     if (op == "-") return Value::integer(i - j);
     if (op == "*") return Value::integer(i * j);
     if (op == "//" || op == "%") {
-      if (j == 0) fail(ctx, "ZeroDivisionError", "integer division or modulo by zero");
+      if (j == 0) fail(ctx, "ZeroDivisionError", op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
       int64_t q = i / j, r = i % j;
       if (r != 0 && ((r < 0) != (j < 0))) {  // Python floors
         --q;
@@ -163,7 +188,7 @@ Value binary_op(Context& ctx, const std::string& op, const Value& a, const Value
   if (op == "-") return Value::number(x - y);
   if (op == "*") return Value::number(x * y);
   if (op == "//" || op == "%") {
-    if (y == 0) fail(ctx, "ZeroDivisionError", "float modulo");
+    if (y == 0) fail(ctx, "ZeroDivisionError", op == "%" ? "float modulo" : "float floor division by zero");
     const double q = std::floor(x / y);
     return Value::number(op == "//" ? q : x - q * y);
   }
@@ -187,7 +212,7 @@ Value get_item(Context& ctx, const Value& obj, const Value& key) {
     case Value::Kind::kNamespace: {
       if (const Value* v = obj.find(key)) return *v;
       if (key.is_string()) return get_attribute(ctx, obj, key.str());
-      return Value::undefined("'dict object' has no attribute '" + to_str(key) + "'");
+      return undefined_element(obj, key);
     }
     case Value::Kind::kList: {
       if (key.kind != Value::Kind::kInt && key.kind != Value::Kind::kBool) {
@@ -196,7 +221,7 @@ Value get_item(Context& ctx, const Value& obj, const Value& key) {
       }
       int64_t i = as_int(key);
       if (!normalise_index(i, static_cast<int64_t>(obj.list->size())))
-        return Value::undefined("'list object' has no attribute '" + std::to_string(as_int(key)) + "'");
+        return undefined_element(obj, key);
       return (*obj.list)[static_cast<size_t>(i)];
     }
     case Value::Kind::kString: {
@@ -207,13 +232,12 @@ Value get_item(Context& ctx, const Value& obj, const Value& key) {
       const std::vector<std::string> cps = code_points(obj.str());
       int64_t i = as_int(key);
       if (!normalise_index(i, static_cast<int64_t>(cps.size())))
-        return Value::undefined("'str object' has no attribute '" + std::to_string(as_int(key)) + "'");
+        return undefined_element(obj, key);
       return Value::string(cps[static_cast<size_t>(i)]);
     }
-    case Value::Kind::kNone: return Value::undefined("'None' has no attribute '" + to_str(key) + "'");
     default:
       if (key.is_string()) return get_attribute(ctx, obj, key.str());
-      return Value::undefined(std::string("'") + type_name(obj) + " object' has no attribute '" + to_str(key) + "'");
+      return undefined_element(obj, key);
   }
 }
 
@@ -223,6 +247,7 @@ Value slice(Context& ctx, const Value& obj, const Value& start, const Value& sto
   std::vector<Value> items;
   const bool str = obj.is_string();
   if (str) {
+    ctx.check_items(obj.str().size() / 4);
     for (std::string& c : code_points(obj.str())) items.push_back(Value::string(std::move(c)));
   } else if (obj.is_list()) {
     items = *obj.list;
@@ -240,7 +265,7 @@ Value slice(Context& ctx, const Value& obj, const Value& start, const Value& sto
   const int64_t a = clamp(start, st > 0 ? 0 : n - 1), b = clamp(stop, st > 0 ? n : -1);
   List out;
   for (int64_t i = a; st > 0 ? i < b : i > b; i += st) out.push_back(items[static_cast<size_t>(i)]);
-  if (!str) return Value::make_list(std::move(out));
+  if (!str) return obj.b ? Value::make_tuple(std::move(out)) : Value::make_list(std::move(out));
   std::string s;
   for (const Value& c : out) s += c.str();
   return Value::string(std::move(s));

@@ -250,6 +250,20 @@ class Parser {
   }
 
   // ---- expressions ----------------------------------------------------------------------------
+  // Records e's height once its children are attached; operator chains (a + b + c ..., a.b.c ...,
+  // x|f|g ...) are parsed by loops, not recursion, so the height is bounded here.
+  ExprPtr seal(ExprPtr e) {
+    int h = 0;
+    for (const Expr* c : {e->a.get(), e->b.get(), e->c.get()})
+      if (c) h = std::max(h, c->height);
+    for (const auto& x : e->items) h = std::max(h, x->height);
+    for (const auto& x : e->keys) h = std::max(h, x->height);
+    for (const auto& kv : e->kwargs) h = std::max(h, kv.second->height);
+    e->height = h + 1;
+    if (e->height > max_depth_) fail("expression nests deeper than " + std::to_string(max_depth_) + " levels");
+    return e;
+  }
+
   ExprPtr node(Expr::Kind kind) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -267,7 +281,7 @@ class Parser {
       if (peek().kind == Token::Kind::kBlockEnd || peek().kind == Token::Kind::kVarEnd) break;
       t->items.push_back(with_cond ? parse_expr() : parse_or());
     }
-    return t;
+    return seal(std::move(t));
   }
 
   ExprPtr parse_expr() {
@@ -279,7 +293,7 @@ class Parser {
       c->a = parse_or();
       c->b = std::move(e);
       if (accept_name("else")) c->c = parse_expr();
-      e = std::move(c);
+      e = seal(std::move(c));
     }
     return e;
   }
@@ -289,7 +303,7 @@ class Parser {
     e->name = std::move(op);
     e->a = std::move(a);
     e->b = std::move(b);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -309,7 +323,7 @@ class Parser {
       auto e = node(Expr::Kind::kUnary);
       e->name = "not";
       e->a = parse_not();
-      return e;
+      return seal(std::move(e));
     }
     return parse_compare();
   }
@@ -367,7 +381,7 @@ class Parser {
       auto u = node(Expr::Kind::kUnary);
       u->name = next().text;
       u->a = parse_unary(false);
-      e = std::move(u);
+      e = seal(std::move(u));
     } else {
       e = parse_primary();
     }
@@ -424,7 +438,7 @@ class Parser {
         t->items.push_back(parse_expr());
       }
       expect_op(")");
-      return t;
+      return seal(std::move(t));
     }
     if (accept_op("[")) {
       auto l = node(Expr::Kind::kList);
@@ -432,7 +446,7 @@ class Parser {
         l->items.push_back(parse_expr());
         if (!is_op("]")) expect_op(",");
       }
-      return l;
+      return seal(std::move(l));
     }
     if (accept_op("{")) {
       auto d = node(Expr::Kind::kDict);
@@ -442,7 +456,7 @@ class Parser {
         d->items.push_back(parse_expr());
         if (!is_op("}")) expect_op(",");
       }
-      return d;
+      return seal(std::move(d));
     }
     fail("unexpected '" + tok.text + "'");
   }
@@ -460,14 +474,14 @@ class Parser {
           g->name = expect_name();
         }
         g->a = std::move(e);
-        e = std::move(g);
+        e = seal(std::move(g));
       } else if (accept_op("[")) {
-        e = parse_subscript(std::move(e));
+        e = seal(parse_subscript(std::move(e)));
       } else if (accept_op("(")) {
         auto c = node(Expr::Kind::kCall);
         c->a = std::move(e);
         parse_call_args(*c);
-        e = std::move(c);
+        e = seal(std::move(c));
       } else {
         return e;
       }
@@ -524,32 +538,25 @@ class Parser {
         while (accept_op(".")) f->name += "." + expect_name();
         if (accept_op("(")) parse_call_args(*f);
         f->a = std::move(e);
-        e = std::move(f);
+        e = seal(std::move(f));
       } else if (is_name("is")) {
         next();
         auto t = node(Expr::Kind::kTest);
         t->negate = accept_name("not");
-        if (peek().kind == Token::Kind::kName) {
-          t->name = next().text;
-        } else if (peek().kind == Token::Kind::kOperator &&
-                   (peek().text == "==" || peek().text == "!=" || peek().text == "<" || peek().text == "<=" ||
-                    peek().text == ">" || peek().text == ">=")) {
-          t->name = next().text;
-        } else {
-          fail("expected a test name after 'is'");
-        }
+        if (peek().kind != Token::Kind::kName) fail("expected token 'name', got '" + peek().text + "'");
+        t->name = next().text;
         if (accept_op("(")) {
           parse_call_args(*t);
         } else if (starts_test_argument()) {
           t->items.push_back(parse_unary(false));
         }
         t->a = std::move(e);
-        e = std::move(t);
+        e = seal(std::move(t));
       } else if (accept_op("(")) {
         auto c = node(Expr::Kind::kCall);
         c->a = std::move(e);
         parse_call_args(*c);
-        e = std::move(c);
+        e = seal(std::move(c));
       } else {
         return e;
       }
@@ -576,7 +583,9 @@ class Parser {
 }  // namespace
 
 Program parse_program(std::string_view source, int max_depth) {
-  return Parser(tokenize(source), max_depth).run();
+  Program p = Parser(tokenize(source), max_depth).run();
+  check_filter_and_test_names(p);
+  return p;
 }
 
 }  // namespace anelm::jinja

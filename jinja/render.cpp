@@ -32,13 +32,22 @@ void Context::assign(const std::string& name, Value v) {
 
 void Context::step() {
   if (++steps_ > limits.max_steps) fail(*this, "LimitError", "the template took more than " + std::to_string(limits.max_steps) + " steps");
-  if ((steps_ & 4095) == 0) {
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-    if (ms > limits.max_ms) fail(*this, "LimitError", "the template ran longer than " + std::to_string(static_cast<int>(limits.max_ms)) + " ms");
-  }
+  if ((steps_ & 255) == 0) check_time();
+}
+
+void Context::check_time() const {
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  if (ms > limits.max_ms) fail(*this, "LimitError", "the template ran longer than " + std::to_string(static_cast<int>(limits.max_ms)) + " ms");
+}
+
+void Context::check_items(size_t items) const {
+  if (items > static_cast<size_t>(limits.max_items))
+    fail(*this, "LimitError", "a list of " + std::to_string(items) + " items exceeds the limit of " + std::to_string(limits.max_items));
+  check_time();
 }
 
 void Context::check_size(size_t bytes) const {
+  check_time();
   if (bytes > static_cast<size_t>(limits.max_output_bytes))
     fail(*this, "LimitError", "a value of " + std::to_string(bytes) + " bytes exceeds the output limit of " +
                                   std::to_string(limits.max_output_bytes));
@@ -57,11 +66,32 @@ namespace {
 
 enum class Flow { kNormal, kBreak, kContinue };
 
+// Whether `target` (a namespace's attributes) is reachable from v.
+bool reaches(const Value& v, const Dict* target, std::vector<const Dict*>& seen) {
+  if (v.kind == Value::Kind::kNamespace) {
+    if (v.dict.get() == target) return true;
+    if (std::find(seen.begin(), seen.end(), v.dict.get()) != seen.end()) return false;
+    seen.push_back(v.dict.get());
+    for (const auto& kv : *v.dict)
+      if (reaches(kv.second, target, seen)) return true;
+    return false;
+  }
+  if (!v.holds_namespace) return false;
+  if (v.kind == Value::Kind::kList)
+    for (const Value& x : *v.list)
+      if (reaches(x, target, seen)) return true;
+  if (v.kind == Value::Kind::kDict)
+    for (const auto& kv : *v.dict)
+      if (reaches(kv.second, target, seen)) return true;
+  return false;
+}
+
 struct DepthGuard {
   Context& ctx;
   explicit DepthGuard(Context& c) : ctx(c) {
     if (++ctx.depth > ctx.limits.max_depth)
-      fail(ctx, "LimitError", "recursion deeper than " + std::to_string(ctx.limits.max_depth) + " levels");
+      fail(ctx, "RecursionError", "maximum recursion depth exceeded (the limit is " + std::to_string(ctx.limits.max_depth) +
+                                      " nested macro calls and expressions)");
   }
   ~DepthGuard() { --ctx.depth; }
 };
@@ -89,7 +119,7 @@ class Interpreter {
       case Expr::Kind::kTuple: {
         List l;
         for (const ExprPtr& x : e.items) l.push_back(eval(*x));
-        return Value::make_list(std::move(l));
+        return e.kind == Expr::Kind::kTuple ? Value::make_tuple(std::move(l)) : Value::make_list(std::move(l));
       }
       case Expr::Kind::kDict: {
         Dict d;
@@ -148,6 +178,9 @@ class Interpreter {
         Kwargs kwargs;
         eval_args(e, args, kwargs);
         ctx_.line = e.line;
+        // Only an unknown filter inside an if statement or an inline if gets here (elsewhere the
+        // parser refuses it, as jinja2's compiler): jinja2 raises when it is called.
+        if (!has_filter(e.name)) fail(ctx_, "TemplateRuntimeError", "No filter named " + to_repr(Value::string(e.name)) + " found.");
         return apply_filter(ctx_, e.name, input, args, kwargs);
       }
       case Expr::Kind::kTest: {
@@ -156,11 +189,14 @@ class Interpreter {
         Kwargs kwargs;
         eval_args(e, args, kwargs);
         ctx_.line = e.line;
+        if (!has_test(e.name)) fail(ctx_, "TemplateRuntimeError", "No test named " + to_repr(Value::string(e.name)) + " found.");
         return Value::boolean(apply_test(ctx_, e.name, input, args) != e.negate);
       }
       case Expr::Kind::kCond: {
         if (eval(*e.a).truthy()) return eval(*e.b);
-        return e.c ? eval(*e.c) : Value::undefined();
+        if (e.c) return eval(*e.c);
+        return Value::undefined_hint("the inline if-expression on line " + std::to_string(e.line) +
+                                     " evaluated to false and no else section was defined.");
       }
     }
     return Value::undefined();
@@ -206,8 +242,12 @@ class Interpreter {
         Value v = eval(*s.expr);
         if (!s.attr.empty()) {
           const Value ns = ctx_.lookup(s.targets[0]);
-          if (ns.kind != Value::Kind::kNamespace)
+          if (ns.kind != Value::Kind::kNamespace || !ns.name.empty())
             fail(ctx_, "TemplateRuntimeError", "cannot assign attribute on non-namespace object");
+          // Python allows a namespace to contain itself; here the cycle would never be freed.
+          std::vector<const Dict*> seen;
+          if (reaches(v, ns.dict.get(), seen))
+            fail(ctx_, "LimitError", "a namespace cannot contain itself (set " + s.targets[0] + "." + s.attr + ")");
           for (auto& [k, x] : *ns.dict) {
             if (k.is_string() && k.str() == s.attr) {
               x = std::move(v);
@@ -252,9 +292,11 @@ class Interpreter {
       return;
     }
     std::vector<Value> items = iterate(ctx_, v);
-    if (items.size() != targets.size())
-      fail(ctx_, "ValueError", "cannot unpack " + std::to_string(items.size()) + " values into " +
-                                   std::to_string(targets.size()) + " names");
+    if (items.size() > targets.size())
+      fail(ctx_, "ValueError", "too many values to unpack (expected " + std::to_string(targets.size()) + ")");
+    if (items.size() < targets.size())
+      fail(ctx_, "ValueError", "not enough values to unpack (expected " + std::to_string(targets.size()) + ", got " +
+                                   std::to_string(items.size()) + ")");
     for (size_t k = 0; k < targets.size(); ++k) ctx_.assign(targets[k], items[k]);
   }
 
@@ -287,8 +329,8 @@ class Interpreter {
           {Value::string("length"), Value::integer(n)},
           {Value::string("depth"), Value::integer(1)},
           {Value::string("depth0"), Value::integer(0)},
-          {Value::string("previtem"), k > 0 ? items[static_cast<size_t>(k - 1)] : Value::undefined("loop.previtem")},
-          {Value::string("nextitem"), k + 1 < n ? items[static_cast<size_t>(k + 1)] : Value::undefined("loop.nextitem")},
+          {Value::string("previtem"), k > 0 ? items[static_cast<size_t>(k - 1)] : Value::undefined_hint("there is no previous item")},
+          {Value::string("nextitem"), k + 1 < n ? items[static_cast<size_t>(k + 1)] : Value::undefined_hint("there is no next item")},
           {Value::string("cycle"), Value::callable("cycle", [k](Context& c, Args& a, Kwargs&) {
              if (a.empty()) fail(c, "TypeError", "no items for cycling given");
              return a[static_cast<size_t>(k) % a.size()];
@@ -296,6 +338,7 @@ class Interpreter {
       };
       Value loop_value = Value::make_dict(std::move(loop));
       loop_value.kind = Value::Kind::kNamespace;  // attribute access only, printed as an object
+      loop_value.name = "jinja2.runtime.LoopContext";
       ctx_.assign("loop", loop_value);
       assign_targets(s.targets, items[static_cast<size_t>(k)]);
       if (exec(s.body) == Flow::kBreak) break;
@@ -307,7 +350,7 @@ class Interpreter {
   void define_macro(const Stmt& s) {
     const Stmt* def = &s;
     Context* ctx = &ctx_;
-    ctx_.assign(s.name, Value::callable(s.name, [def, ctx](Context& c, Args& args, Kwargs& kwargs) {
+    Value macro = Value::callable(s.name, [def, ctx](Context& c, Args& args, Kwargs& kwargs) {
       DepthGuard guard(c);
       if (args.size() > def->params.size())
         fail(c, "TypeError", "macro '" + def->name + "' takes not more than " + std::to_string(def->params.size()) +
@@ -323,7 +366,7 @@ class Interpreter {
           auto it = std::find_if(kwargs.begin(), kwargs.end(), [&](const auto& kw) { return kw.first == p.name; });
           if (it != kwargs.end()) v = it->second;
           else if (p.default_value) v = in.eval(*p.default_value);
-          else v = Value::undefined(p.name);
+          else v = Value::undefined_hint("parameter " + to_repr(Value::string(p.name)) + " was not provided");
         }
         frame.emplace_back(p.name, std::move(v));
       }
@@ -350,7 +393,9 @@ class Interpreter {
       c.out = std::move(out_saved);
       Value result = Value::string(std::move(text));
       return result;
-    }));
+    });
+    macro.b = true;
+    ctx_.assign(s.name, std::move(macro));
   }
 
   Context& ctx_;

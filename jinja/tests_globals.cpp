@@ -4,6 +4,7 @@
 #include <map>
 
 #include "jinja/builtins.h"
+#include "jinja/unicode.h"
 
 namespace anelm::jinja {
 
@@ -16,25 +17,7 @@ const Value& need(Context& ctx, Args& a, const char* test) {
   return a[0];
 }
 
-bool is_ascii_case(const Value& v, bool upper) {
-  bool cased = false;
-  for (unsigned char c : to_str(v)) {
-    if (std::islower(c)) {
-      if (upper) return false;
-      cased = true;
-    } else if (std::isupper(c)) {
-      if (!upper) return false;
-      cased = true;
-    }
-  }
-  return cased;
-}
-
-int64_t integral(Context& ctx, const Value& v, const char* test) {
-  if (v.kind == Value::Kind::kBool) return v.b;
-  if (v.kind == Value::Kind::kInt) return v.i;
-  fail(ctx, "TypeError", std::string("test '") + test + "' needs an integer, not " + type_name(v));
-}
+bool is_ascii_case(const Value& v, bool upper) { return upper ? py_isupper(to_str(v)) : py_islower(to_str(v)); }
 
 const std::map<std::string, TestFn>& tests() {
   using K = Value::Kind;
@@ -59,12 +42,11 @@ const std::map<std::string, TestFn>& tests() {
       {"escaped", [](Context&, const Value& v, Args&) { return v.is_string() && v.safe; }},
       {"lower", [](Context&, const Value& v, Args&) { return is_ascii_case(v, false); }},
       {"upper", [](Context&, const Value& v, Args&) { return is_ascii_case(v, true); }},
-      {"odd", [](Context& c, const Value& v, Args&) { return integral(c, v, "odd") % 2 != 0; }},
-      {"even", [](Context& c, const Value& v, Args&) { return integral(c, v, "even") % 2 == 0; }},
+      // value % 2 == 1, value % 2 == 0, value % num == 0, with Python's % (floats too).
+      {"odd", [](Context& c, const Value& v, Args&) { return equals(binary_op(c, "%", v, Value::integer(2)), Value::integer(1)); }},
+      {"even", [](Context& c, const Value& v, Args&) { return equals(binary_op(c, "%", v, Value::integer(2)), Value::integer(0)); }},
       {"divisibleby", [](Context& c, const Value& v, Args& a) {
-         const int64_t d = integral(c, need(c, a, "divisibleby"), "divisibleby");
-         if (d == 0) fail(c, "ZeroDivisionError", "integer division or modulo by zero");
-         return integral(c, v, "divisibleby") % d == 0;
+         return equals(binary_op(c, "%", v, need(c, a, "divisibleby")), Value::integer(0));
        }},
       {"eq", [](Context& c, const Value& v, Args& a) { return equals(v, need(c, a, "eq")); }},
       {"ne", [](Context& c, const Value& v, Args& a) { return !equals(v, need(c, a, "ne")); }},
@@ -112,8 +94,9 @@ Value range_fn(Context& ctx, Args& a, Kwargs&) {
     fail(ctx, "TypeError", "range expected 1 to 3 arguments, got " + std::to_string(a.size()));
   }
   if (step == 0) fail(ctx, "ValueError", "range() arg 3 must not be zero");
-  const int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                 : (start > stop ? (start - stop - step - 1) / -step : 0);
+  const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  const __int128 by = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+  const __int128 count = span > 0 ? (span + by - 1) / by : 0;
   // The sandbox's MAX_RANGE; a larger range is an error, never a long loop.
   if (count > 100000) fail(ctx, "OverflowError", "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   List out;
@@ -138,6 +121,8 @@ Dict kwargs_dict(Context& ctx, Args& a, Kwargs& k, const char* fn) {
 }
 
 }  // namespace
+
+bool has_test(const std::string& name) { return tests().count(name) > 0 || test_aliases().count(name) > 0; }
 
 bool apply_test(Context& ctx, const std::string& name, const Value& input, Args& args) {
   ctx.step();

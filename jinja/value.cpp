@@ -15,6 +15,11 @@ Value Value::undefined(std::string what) {
   v.name = std::move(what);
   return v;
 }
+Value Value::undefined_hint(std::string message) {
+  Value v = undefined(std::move(message));
+  v.b = true;
+  return v;
+}
 Value Value::none() {
   Value v;
   v.kind = Kind::kNone;
@@ -44,14 +49,47 @@ Value Value::string(std::string x) {
   v.s = std::make_shared<const std::string>(std::move(x));
   return v;
 }
+namespace {
+
+uint16_t nested_depth(const Value& item) {
+  return item.kind == Value::Kind::kList || item.kind == Value::Kind::kDict || item.kind == Value::Kind::kNamespace
+             ? static_cast<uint16_t>(item.depth + 1) : 0;
+}
+
+void check_depth(int depth) {
+  if (depth > kMaxValueDepth)
+    throw Error("LimitError: a value nests containers deeper than " + std::to_string(kMaxValueDepth) + " levels");
+}
+
+}  // namespace
+
 Value Value::make_list(List x) {
   Value v;
+  int d = 0;
+  for (const Value& item : x) {
+    d = std::max<int>(d, nested_depth(item));
+    v.holds_namespace = v.holds_namespace || item.kind == Kind::kNamespace || item.holds_namespace;
+  }
+  check_depth(d);
+  v.depth = static_cast<uint16_t>(d);
   v.kind = Kind::kList;
   v.list = std::make_shared<List>(std::move(x));
   return v;
 }
+Value Value::make_tuple(List x) {
+  Value v = make_list(std::move(x));
+  v.b = true;
+  return v;
+}
 Value Value::make_dict(Dict x) {
   Value v;
+  int d = 0;
+  for (const auto& kv : x) {
+    d = std::max<int>(d, nested_depth(kv.second));
+    v.holds_namespace = v.holds_namespace || kv.second.kind == Kind::kNamespace || kv.second.holds_namespace;
+  }
+  check_depth(d);
+  v.depth = static_cast<uint16_t>(d);
   v.kind = Kind::kDict;
   v.dict = std::make_shared<Dict>(std::move(x));
   return v;
@@ -69,7 +107,10 @@ Value Value::callable(std::string name, Function fn) {
   return v;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json(j, 0); }
+
+Value Value::from_json(const nlohmann::ordered_json& j, int level) {
+  check_depth(level);
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return boolean(j.get<bool>());
@@ -83,13 +124,13 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       List l;
       l.reserve(j.size());
-      for (const auto& x : j) l.push_back(from_json(x));
+      for (const auto& x : j) l.push_back(from_json(x, level + 1));
       return make_list(std::move(l));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
       d.reserve(j.size());
-      for (const auto& [k, x] : j.items()) d.emplace_back(string(k), from_json(x));
+      for (const auto& [k, x] : j.items()) d.emplace_back(string(k), from_json(x, level + 1));
       return make_dict(std::move(d));
     }
     default: return undefined();
@@ -152,7 +193,7 @@ std::string float_repr(double d) {
     if (c >= '0' && c <= '9') digits += c;
   while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
   std::string out = neg ? "-" : "";
-  if (exp >= -5 && exp < 16) {
+  if (exp >= -4 && exp < 16) {
     if (exp < 0) {
       out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
     } else if (static_cast<int>(digits.size()) <= exp + 1) {
@@ -198,13 +239,36 @@ std::string string_repr(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// A namespace's attributes as the dict they print as.
+Value make_dict_view(const Value& ns) {
+  Value d = ns;
+  d.kind = Value::Kind::kDict;
+  return d;
+}
+
+}  // namespace
+
 std::string to_repr(const Value& v) {
+  // A namespace can be made to contain itself (set ns.x = [ns]): printing is bounded.
+  thread_local int depth = 0;
+  struct Guard {
+    Guard() {
+      if (++depth > 2 * kMaxValueDepth) {
+        depth = 0;
+        throw Error("LimitError: a value nests containers deeper than " + std::to_string(kMaxValueDepth) + " levels");
+      }
+    }
+    ~Guard() { depth = depth > 0 ? depth - 1 : 0; }
+  } guard;
   switch (v.kind) {
     case Value::Kind::kString: return string_repr(*v.s);
     case Value::Kind::kUndefined: return "";
     case Value::Kind::kList: {
-      std::string out = "[";
+      std::string out = v.b ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) out += (k ? ", " : "") + to_repr((*v.list)[k]);
+      if (v.b) return out + (v.list->size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Value::Kind::kDict: {
@@ -225,8 +289,13 @@ std::string to_str(const Value& v) {
     case Value::Kind::kInt: return std::to_string(v.i);
     case Value::Kind::kFloat: return float_repr(v.f);
     case Value::Kind::kString: return *v.s;
-    case Value::Kind::kNamespace: return "<Namespace>";
-    case Value::Kind::kCallable: return "<function " + v.name + ">";
+    case Value::Kind::kNamespace: {
+      if (v.name.empty()) return "<Namespace " + to_repr(make_dict_view(v)) + ">";
+      const Value* index = v.find("index");
+      const Value* length = v.find("length");
+      return "<LoopContext " + (index ? to_str(*index) : "") + "/" + (length ? to_str(*length) : "") + ">";
+    }
+    case Value::Kind::kCallable: return v.b ? "<Macro " + to_repr(Value::string(v.name)) + ">" : "<function " + v.name + ">";
     case Value::Kind::kList:
       if (!v.name.empty()) return "<" + v.name + " object>";
       return to_repr(v);
@@ -248,7 +317,7 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::kNone: return true;
     case Value::Kind::kString: return *a.s == *b.s;
     case Value::Kind::kList:
-      if (a.list->size() != b.list->size()) return false;
+      if (a.list->size() != b.list->size() || a.b != b.b) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equals((*a.list)[k], (*b.list)[k])) return false;
       return true;
@@ -271,7 +340,7 @@ const char* type_name(const Value& v) {
     case Value::Kind::kInt: return "int";
     case Value::Kind::kFloat: return "float";
     case Value::Kind::kString: return "str";
-    case Value::Kind::kList: return v.name.empty() ? "list" : v.name.c_str();
+    case Value::Kind::kList: return !v.name.empty() ? v.name.c_str() : v.b ? "tuple" : "list";
     case Value::Kind::kDict: return "dict";
     case Value::Kind::kNamespace: return "Namespace";
     case Value::Kind::kCallable: return "function";
@@ -293,7 +362,7 @@ void json_string(const std::string& s, std::string& out) {
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
       default:
-        if (c < 0x20 || c == 0x7f) {
+        if (c < 0x20) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;

@@ -25,6 +25,10 @@ using Args = std::vector<Value>;
 using Kwargs = std::vector<std::pair<std::string, Value>>;
 using Function = std::function<Value(Context&, Args&, Kwargs&)>;
 
+// Containers nest at most this deep (construction throws Error beyond): printing, comparing and
+// freeing them recurse.
+constexpr int kMaxValueDepth = 512;
+
 struct Value {
   enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable };
   Kind kind = Kind::kUndefined;
@@ -35,24 +39,32 @@ struct Value {
   std::shared_ptr<List> list;           // kList (tuples too)
   std::shared_ptr<Dict> dict;           // kDict and kNamespace (a namespace is mutable by `set ns.x`)
   std::shared_ptr<const Function> fn;   // kCallable
-  // kUndefined: what was looked up (for error messages); kCallable: its name; kList: empty for a
+  // kList: b is set for a tuple (and i is 1 for groupby's (grouper, list) tuples). kCallable: b is set for a macro. kUndefined: i is 1 when using
+  // it raises SecurityError (an attribute the sandbox refuses) rather than UndefinedError. kUndefined: the undefined variable's name, or (b true) the whole UndefinedError message, as
+  // jinja2's hint or "'dict object' has no attribute 'x'"; kCallable: its name; kList: empty for a
   // list, else the Python iterator type it stands for ("generator" from map/select/items...),
-  // which tojson and length refuse as Python does.
+  // which tojson and length refuse as Python does; kNamespace: empty for namespace(), else the
+  // class it stands for (the loop object).
   std::string name;
+  uint16_t depth = 0;                   // kList/kDict: how deeply containers nest inside (bounded)
+  bool holds_namespace = false;         // kList/kDict: a namespace is inside (cycles are refused)
   bool safe = false;                    // kString marked safe (no effect: autoescape is off, as transformers)
 
   Value() = default;
   static Value undefined(std::string what = {});
+  static Value undefined_hint(std::string message);  // using it raises UndefinedError(message)
   static Value none();
   static Value boolean(bool v);
   static Value integer(int64_t v);
   static Value number(double v);
   static Value string(std::string v);
   static Value make_list(List v = {});
+  static Value make_tuple(List v = {});  // a kList with b set: prints as (a, b), never == a list
   static Value make_dict(Dict v = {});
   static Value make_namespace(Dict v = {});
   static Value callable(std::string name, Function fn);
-  static Value from_json(const nlohmann::ordered_json& j);
+  static Value from_json(const nlohmann::ordered_json& j);  // throws Error past kMaxValueDepth
+  static Value from_json(const nlohmann::ordered_json& j, int level);
 
   bool is_undefined() const { return kind == Kind::kUndefined; }
   bool is_none() const { return kind == Kind::kNone; }

@@ -1,109 +1,24 @@
 // The 770 public renderings (70 real chat templates x 11 conversations) by jinja2 3.1.6 in
 // transformers' chat-template environment (shared/models/chat-templates/goldens.json): every text
 // byte for byte, every template-raised error with its message, every other error with its class.
-#include <ctime>
-#include <fstream>
-#include <iomanip>
-#include <sstream>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "jinja/jinja.h"
+#include "tests/jinja/jinja_goldens_util.h"
 #include "tests/support/shared_data.h"
 
 namespace {
 
-using nlohmann::ordered_json;
-using anelm::jinja::Error;
-using anelm::jinja::Raised;
-using anelm::jinja::Template;
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::chrono::system_clock::time_point parse_now(const std::string& iso) {
-  std::tm tm{};
-  std::istringstream in(iso);
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
-// render_hf.py's keyword arguments: the specials, the case's extra, messages, add_generation_prompt, tools.
-ordered_json context_for(const ordered_json& c, const ordered_json& specials) {
-  ordered_json ctx = specials;
-  if (c.contains("extra"))
-    for (const auto& [k, v] : c["extra"].items()) ctx[k] = v;
-  ctx["messages"] = c["messages"];
-  ctx["add_generation_prompt"] = c.value("add_generation_prompt", true);
-  if (c.contains("tools")) ctx["tools"] = c["tools"];
-  return ctx;
-}
+using anelm::jinja::testing::check_goldens;
+using anelm::jinja::testing::read_file;
 
 TEST(JinjaGoldens, AllPublicRenderingsMatchJinja2) {
   ANELM_REQUIRE_SHARED_MODEL(goldens_path, "chat-templates/goldens.json");
-  const ordered_json g = ordered_json::parse(read_file(goldens_path));
-  std::map<std::string, ordered_json> cases;
-  for (const auto& c : g["cases"]) cases[c["name"].get<std::string>()] = c;
-  std::map<std::string, std::optional<Template>> templates;
-  int checked = 0, texts = 0, errors = 0;
-  for (const auto& row : g["goldens"]) {
-    const std::string name = row["template"], case_name = row["case"];
-    const std::string where = name + " / " + case_name;
-    auto& t = templates[name];
-    if (!t) {
-      try {
-        t = Template::parse(read_file(goldens_path.parent_path() / name));
-      } catch (const Error& e) {
-        ADD_FAILURE() << name << ": does not parse: " << e.what();
-        continue;
-      }
-    }
-    const ordered_json& c = cases.at(case_name);
-    const ordered_json ctx = context_for(c, row["specials"]);
-    std::string text, error;
-    bool raised = false;
-    try {
-      text = t->render(ctx, parse_now(c.value("now", "2024-07-26T10:00:00")));
-    } catch (const Raised& e) {
-      raised = true;
-      error = e.what();
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    ++checked;
-    if (row.contains("text")) {
-      ++texts;
-      EXPECT_EQ(error, "") << where;
-      const std::string want = row["text"];
-      if (error.empty() && text != want) {
-        size_t at = 0;
-        while (at < text.size() && at < want.size() && text[at] == want[at]) ++at;
-        const size_t from = at < 60 ? 0 : at - 60;
-        ADD_FAILURE() << where << ": differs at byte " << at << "\n  got:  " << nlohmann::json(text.substr(from, 160)).dump(-1, 0x20, false, nlohmann::json::error_handler_t::replace)
-                      << "\n  want: " << nlohmann::json(want.substr(from, 160)).dump(-1, 0x20, false, nlohmann::json::error_handler_t::replace);
-      }
-    } else {
-      ++errors;
-      const std::string want = row["error"];
-      const std::string prefix = "raise_exception: ";
-      if (want.rfind(prefix, 0) == 0) {
-        EXPECT_TRUE(raised) << where << ": got '" << error << "' text '" << text.substr(0, 200) << "'";
-        EXPECT_EQ(error, want.substr(prefix.size())) << where;
-      } else {
-        EXPECT_FALSE(raised) << where;
-        // jinja2's class and message; ours adds the template line.
-        EXPECT_EQ(error.substr(0, want.size()), want) << where;
-      }
-    }
-  }
-  EXPECT_EQ(checked, 770);
-  EXPECT_EQ(texts, 733);
-  EXPECT_EQ(errors, 37);
+  const auto g = nlohmann::ordered_json::parse(read_file(goldens_path));
+  const auto n = check_goldens(g, goldens_path.parent_path());
+  EXPECT_EQ(n.checked, 770);
+  EXPECT_EQ(n.texts, 733);
+  EXPECT_EQ(n.errors, 37);
 }
 
 }  // namespace
