@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   const nlohmann::ordered_json body = nlohmann::ordered_json::parse(R"({"model": "m",
     "messages": [{"role": "user", "content": "List three cities with their population as JSON."}],
     "response_format": {"type": "json_schema", "json_schema": {"name": "cities", "schema": {
-      "type": "object", "properties": {"cities": {"type": "array", "items": {"type": "object",
+      "type": "object", "properties": {"cities": {"type": "array", "minItems": 3, "maxItems": 3, "items": {"type": "object",
         "properties": {"name": {"type": "string", "maxLength": 24}, "population": {"type": "integer", "minimum": 0},
                        "capital": {"type": "boolean"}}, "required": ["name", "population", "capital"],
         "additionalProperties": false}}}, "required": ["cities"], "additionalProperties": false}}}})");

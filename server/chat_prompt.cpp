@@ -81,11 +81,7 @@ std::shared_ptr<const ChatPrompt> ChatPrompt::for_model(const tok::VocabData& vo
 std::string ChatPrompt::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
   nlohmann::ordered_json ctx = specials_;
-  for (const auto& [k, v] : kwargs.items()) {
-    if (k == "messages" || k == "tools" || k == "add_generation_prompt")
-      throw invalid_field("chat_template_kwargs", "chat_template_kwargs may not set '" + k + "' (it is a request field)");
-    ctx[k] = v;
-  }
+  for (const auto& [k, v] : kwargs.items()) ctx[k] = v;  // reserved names were refused by the request parser
   ctx["messages"] = messages;
   // transformers passes tools=None when the request has none.
   ctx["tools"] = tools.empty() ? nlohmann::ordered_json() : tools;

@@ -29,7 +29,7 @@ class ChatPrompt {
   // Renders messages (and tools, when non-empty) with the template's keyword arguments: bos_token,
   // eos_token, chat_template_kwargs, messages, tools, add_generation_prompt. The text holds
   // special-token strings: encode it with parse_special. Throws ApiError 400: param "messages"
-  // when the template raises (its own message) or fails, "chat_template_kwargs" for a reserved key.
+  // when the template raises (its own message) or fails.
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const;
 

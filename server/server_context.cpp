@@ -27,7 +27,7 @@ double ServerContext::uptime_s() const {
 
 void ServerContext::set_ready(ModelRuntime rt) {
   rt_ = std::move(rt);
-  if (!rt_.chat) rt_.chat = ChatPrompt::for_model(rt_.tokenizer->vocab(), "");
+  if (!rt_.chat) rt_.chat = ChatPrompt::for_model(rt_.tokenizer->vocab(), opts_.chat_template);
   spdlog::info("chat template source={} tool_syntax={} reasoning={}", rt_.chat->origin(),
                chat::to_string(rt_.chat->format().tools), chat::to_string(rt_.chat->format().reasoning));
   if (!rt_.constraint_vocab) rt_.constraint_vocab = ConstraintVocab::build(*rt_.tokenizer);
