@@ -3,6 +3,7 @@
 //  - lstrip_blocks: spaces and tabs between a line start and "{%" or "{#" are removed ("{%+" keeps them);
 //  - trim_blocks: the first newline after "%}" or "#}" is removed ("+%}" keeps it).
 #include "jinja/lexer.h"
+#include "jinja/utf8.h"
 
 #include <cctype>
 
@@ -22,23 +23,6 @@ int count_lines(std::string_view s) {
   return n;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 class Lexer {
  public:

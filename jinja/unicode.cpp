@@ -1,5 +1,6 @@
 // Simple case mappings (UnicodeData.txt) of the scripts chat text mostly uses, plus the one special
 // case that changes length in practice (ß -> "SS").
+#include "jinja/utf8.h"
 #include "jinja/unicode.h"
 
 #include <cstdint>
@@ -28,23 +29,8 @@ std::vector<uint32_t> decode(const std::string& s) {
 }
 
 void encode(uint32_t cp, std::string& out) {
-  if (cp >= 0x110000u) {
-    out += static_cast<char>(cp - 0x110000u);
-  } else if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  if (cp >= 0x110000u) out += static_cast<char>(cp - 0x110000u);  // a raw byte of invalid UTF-8, kept
+  else append_utf8(out, cp);
 }
 
 // Pairs where the upper case letter is at an even (even_upper) or odd code point.
