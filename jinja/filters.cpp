@@ -166,7 +166,8 @@ Value f_tojson(Context& ctx, const Value& v, Args& a, Kwargs& k) {
   const Value* indent = arg(a, k, 1, "indent");
   if (indent && !indent->is_none()) {
     style.indent = static_cast<int>(std::clamp<int64_t>(int_arg(ctx, indent, 0, "indent"), 0, 64));
-    style.item_sep = ",";  // Python's default separators with an indent
+    style.item_sep.resize(1);  // Python's default separators with an indent: ","
+    style.item_sep[0] = ',';
   }
   if (const Value* sep = arg(a, k, 2, "separators"); sep && !sep->is_none()) {
     if (!sep->is_list() || sep->list->size() != 2 || !(*sep->list)[0].is_string() || !(*sep->list)[1].is_string())

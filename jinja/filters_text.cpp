@@ -61,7 +61,10 @@ Value f_indent(Context& ctx, const Value& v, Args& a, Kwargs& k) {
   std::vector<std::string> lines = splitlines(to_str(v) + "\n");
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (i) out += "\n" + ((blank || !lines[i].empty()) ? pad : std::string());
+    if (i) {
+      out += '\n';
+      if (blank || !lines[i].empty()) out += pad;
+    }
     out += lines[i];
     ctx.check_size(out.size());
   }
