@@ -139,10 +139,14 @@ WireError parse_head(std::string_view head, const WireLimits& limits, RequestHea
       continue;
     }
     if (name == "transfer-encoding") {
-      transfer_encoding += transfer_encoding.empty() ? lower(value) : ", " + lower(value);
+      if (!transfer_encoding.empty()) transfer_encoding += ", ";
+      transfer_encoding += lower(value);
     }
     auto [it, inserted] = h.headers.emplace(name, std::string(value));
-    if (!inserted) it->second += ", " + std::string(value);
+    if (!inserted) {
+      it->second += ", ";
+      it->second += value;
+    }
   }
   if (n_host > 1) return err(400, "more than one Host header");
   if (n_host == 0 && h.minor_version == 1) return err(400, "missing Host header");

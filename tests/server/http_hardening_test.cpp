@@ -342,17 +342,20 @@ TEST(HttpHardening, SlowHeadAndBodyTimeOutWith408) {
 TEST(HttpHardening, StopFinishesPromptlyWhateverClientsDo) {
   FakeScript sc;
   sc.endless = true;
-  sc.token_ms = 1;
+  sc.ctx = 1 << 20;
   auto s = std::make_unique<TestServer>(sc);
   auto stalled = stalled_clients(s->port(), 70);
   // A stream reader that never reads: the server's writes block on a full socket.
   RawConn reader(s->port());
   reader.set_receive_buffer(4096);
-  reader.send(post_head("/v1/completions", "Content-Length: 46\r\n") +
-              R"({"prompt":"zz","max_tokens":100000,"stream":1})");
+  const std::string stream_body = R"({"prompt":"zz","max_tokens":1000000,"stream":true})";
+  reader.send(post_head("/v1/completions", "Content-Length: " + std::to_string(stream_body.size()) + "\r\n") +
+              stream_body);
   RawConn nonstream(s->port());  // a non-streamed request still generating
-  nonstream.send(post_head("/v1/completions", "Content-Length: 35\r\n") + R"({"prompt":"zz","max_tokens":100000})");
+  const std::string body = R"({"prompt":"zz","max_tokens":1000000})";
+  nonstream.send(post_head("/v1/completions", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(status_of(reader.read(1, has_head)), 200);  // streaming, then stalled on a full socket
   const auto t0 = Clock::now();
   s.reset();  // drain(0) + stop, as SIGTERM does after the grace period
   const double took = seconds_since(t0);
