@@ -87,6 +87,7 @@ struct Conn {
   bool head_sent = false;    // a streamed response's head is out
   bool probed = false;       // a liveness probe was sent after the peer's FIN
   bool write_failed = false;
+  std::function<bool()> probe;  // a started event stream: writes an SSE comment ("false": failed)
 };
 
 struct HttpListener::Impl {
@@ -205,7 +206,7 @@ void HttpListener::Impl::start_request(Conn& c) {
 void HttpListener::Impl::refuse(Conn& c, int status, const std::string& message) {
   HttpResponse r = cb.refuse(status, message);
   if (c.req.method.empty()) c.req.method = c.head.method.empty() ? "-" : c.head.method;
-  if (c.req.path.empty()) c.req.path = "-";
+  if (c.req.path.empty()) c.req.path.assign(1, '-');  // (not = "-": GCC 12 false -Wrestrict)
   c.req.log->error = message;
   std::vector<std::pair<std::string, std::string>> h = r.headers;
   h.emplace_back("Content-Type", r.content_type);
@@ -424,7 +425,7 @@ bool HttpListener::Impl::client_gone(Conn& c) {
     if (c.head.minor_version == 0) return true;  // HTTP/1.0 has no interim responses
     return !write_all(c, kContinue);
   }
-  return false;  // a started stream: its next write (data or ping) is the probe
+  return c.probe && !c.probe();  // a started event stream: a comment line; others: their next write
 }
 
 namespace {
@@ -491,7 +492,9 @@ bool HttpListener::Impl::write_response(Conn& c, HttpResponse& r) {
         return write_all(c, d);
       },
       [this, &c] { return client_gone(c); }, response_head(r.status, h), chunked);
+  if (r.content_type.rfind("text/event-stream", 0) == 0) c.probe = [&sink] { return sink.write(": \n\n"); };
   if (c.head.method != "HEAD") r.stream(sink);
+  c.probe = nullptr;
   return sink.finish() && chunked && keep && !c.write_failed;
 }
 

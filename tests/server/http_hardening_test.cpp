@@ -323,6 +323,43 @@ TEST(HttpHardening, ConnectionLimitClosesTheOldestStalledConnection) {
   EXPECT_TRUE(stalled.front()->peer_closed());
 }
 
+TEST(HttpHardening, AllConnectionsBusyGets503) {
+  FakeScript sc;
+  sc.endless = true;
+  sc.token_ms = 5;
+  sc.ctx = 1 << 20;
+  auto o = test_options();
+  o.max_connections = 4;
+  TestServer s(sc, o);
+  const std::string body = R"({"prompt":"zz","max_tokens":1000000})";
+  std::vector<std::unique_ptr<RawConn>> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(std::make_unique<RawConn>(s.port()));
+    busy.back()->send(post_head("/v1/completions", "Content-Length: " + std::to_string(body.size()) + "\r\n") + body);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  RawConn extra(s.port());
+  extra.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  const std::string r = extra.read(2, has_final_head);
+  EXPECT_EQ(status_of(r), 503) << r;
+  EXPECT_NE(r.find("Retry-After"), std::string::npos);
+  s.context().drain(std::chrono::milliseconds(0));
+}
+
+TEST(HttpHardening, LimitsAreConfigKeys) {
+  server::ServerOptions o;
+  server::apply_config_json(o, R"({"max_header_bytes": 8192, "max_headers": 50, "max_connections": 64,
+                                   "header_timeout_s": 3, "keep_alive_timeout_s": 2})", "test");
+  EXPECT_EQ(o.max_header_bytes, 8192u);
+  EXPECT_EQ(o.max_headers, 50);
+  EXPECT_EQ(o.max_connections, 64);
+  EXPECT_EQ(o.header_timeout_s, 3);
+  EXPECT_EQ(o.keep_alive_timeout_s, 2);
+  EXPECT_NO_THROW(server::validate_options(o));
+  o.max_connections = 1;
+  EXPECT_THROW(server::validate_options(o), Error);
+}
+
 TEST(HttpHardening, SlowHeadAndBodyTimeOutWith408) {
   auto o = test_options();
   o.header_timeout_s = 1;
@@ -426,6 +463,26 @@ TEST(HttpHardening, HalfClosedClientStillGetsItsResponse) {
     EXPECT_NE(r.find(stream ? "[DONE]" : "\"finish_reason\""), std::string::npos) << r;
   }
   EXPECT_EQ(s.engine().cancelled.load(), 0);
+}
+
+// A chat stream sends its first chunk before prefill ends; a client that then really closes is
+// still noticed during prefill (the half-close probe is an SSE comment there).
+TEST(HttpHardening, ChatStreamClosedDuringPrefillIsCancelled) {
+  FakeScript sc;
+  sc.prefill_ms = 10000;
+  TestServer s(sc);
+  {
+    RawConn c(s.port());
+    const std::string body = json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"stream", true}}.dump();
+    c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    EXPECT_EQ(status_of(c.read(2, has_head)), 200);
+  }  // closed
+  const auto t0 = Clock::now();
+  while (s.engine().cancelled.load() == 0 && seconds_since(t0) < 3)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(s.engine().cancelled.load(), 1);
+  EXPECT_LT(seconds_since(t0), 1.0);
 }
 
 TEST(HttpHardening, KeepAlivePipeliningAndExpectContinue) {
