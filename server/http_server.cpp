@@ -1,21 +1,21 @@
-// cpp-httplib adapter (the only includer of httplib.h): routing, policy checks, error boundary, SSE.
+// The HTTP front end over HttpListener: routing, policy checks (from the head, before any body is
+// read), the error boundary and the request log.
 #include "server/http_server.h"
-#include "server/peer_socket.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <thread>
+#include <optional>
 #include <vector>
 
 #include "engine/error.h"
 #include "server/api_error.h"
 #include "server/api_response.h"
 #include "server/handlers.h"
+#include "server/http_listener.h"
 #include "server/http_policy.h"
 
 namespace anelm::server {
@@ -23,8 +23,6 @@ namespace anelm::server {
 namespace {
 
 using Handler = HttpResponse (*)(ServerContext&, const HttpRequest&);
-
-constexpr int kListenBacklog = 512;
 
 struct Route {
   const char* method;
@@ -65,22 +63,6 @@ const Route& find_route(const HttpRequest& req, std::string& allow) {
   if (found) return *found;
   if (!allow.empty()) throw method_not_allowed(req.method, req.path);
   throw not_found("route " + req.method + " " + req.path);
-}
-
-HttpRequest to_request(const httplib::Request& in) {
-  HttpRequest r;
-  r.method = in.method;
-  r.path = normalize_path(in.path);
-  for (const auto& [k, v] : in.headers) {
-    std::string key = k;
-    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers.emplace(std::move(key), v);
-  }
-  r.body = in.body;
-  r.id = make_response_id("req-");
-  auto watch = std::make_shared<PeerSocketWatch>(in.remote_addr, in.remote_port, in.local_port);
-  r.client_gone = [watch] { return watch->closed(); };
-  return r;
 }
 
 HttpResponse error_response(const ApiError& e) {
@@ -141,16 +123,6 @@ HttpResponse handle_safely(ServerContext& ctx, const HttpRequest& req) {
   }
 }
 
-class HttplibSink : public StreamSink {
- public:
-  explicit HttplibSink(httplib::DataSink& s) : s_(s) {}
-  bool write(std::string_view data) override { return s_.write(data.data(), data.size()); }
-  bool is_writable() override { return s_.is_writable(); }
-
- private:
-  httplib::DataSink& s_;
-};
-
 // The metrics label of a path: its route, or "other" (bounded cardinality).
 const char* route_label(const std::string& path) {
   for (const Route& r : kRoutes)
@@ -176,129 +148,123 @@ void log_request(Metrics& metrics, const HttpRequest& req, int status, std::chro
   spdlog::log(level, "{}", line);
 }
 
-void write_response(HttpResponse hr, const HttpRequest& req, ServerContext& ctx, httplib::Response& res,
-                    std::chrono::steady_clock::time_point t0) {
-  const ServerOptions& opts = ctx.options();
-  res.status = hr.status;
-  for (const auto& [k, v] : hr.headers) res.set_header(k, v);
-  res.set_header("x-request-id", req.id);
+// x-request-id and CORS headers on every response the handlers make.
+void add_common_headers(HttpResponse& hr, const HttpRequest& req, const ServerOptions& opts) {
+  hr.headers.emplace_back("x-request-id", req.id);
   const std::string origin = req.header("origin");
   if (cors_origin_allowed(origin, opts)) {
-    res.set_header("Access-Control-Allow-Origin", origin);
-    res.set_header("Vary", "Origin");
+    hr.headers.emplace_back("Access-Control-Allow-Origin", origin);
+    hr.headers.emplace_back("Vary", "Origin");
   }
-  if (!hr.stream) {
-    if (hr.status != 204) res.set_content(hr.body, hr.content_type);
-    log_request(ctx.metrics(), req, hr.status, t0);
-    return;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The checks that need no body, made as soon as the head has arrived: Host (DNS rebinding), the API
+// key of a non-public route and the body's media type. A refused upload is never read.
+std::optional<HttpResponse> check_head(const HttpRequest& req, const ServerOptions& opts) {
+  try {
+    if (!host_allowed(req.header("host"), opts))
+      throw ApiError(403, "permission_error", "Host header not allowed (DNS rebinding protection)");
+    if (req.method == "OPTIONS") return std::nullopt;
+    std::string allow;
+    const Route* r = nullptr;
+    try {
+      r = &find_route(req, allow);
+    } catch (const ApiError&) {
+      return std::nullopt;  // 404 / 405 are answered by route() (the body is bounded anyway)
+    }
+    if (!r->is_public && !api_key_ok(req, opts.api_key)) throw unauthorized();
+    if (req.method == "POST") {
+      const std::string ct = lower(req.header("content-type"));
+      if (ct.rfind("multipart/form-data", 0) == 0)
+        throw ApiError(415, "invalid_request_error", "multipart/form-data is not supported: send application/json");
+      if (ct.rfind("application/json", 0) != 0)
+        throw ApiError(415, "invalid_request_error", "Content-Type must be application/json");
+    }
+    return std::nullopt;
+  } catch (const ApiError& e) {
+    req.log->error = e.what();
+    HttpResponse res = error_response(e);
+    add_common_headers(res, req, opts);
+    return res;
   }
-  res.set_chunked_content_provider(hr.content_type,
-                                   [fn = std::move(hr.stream), req, status = hr.status, t0, &ctx](size_t, httplib::DataSink& sink) {
-                                     HttplibSink s(sink);
-                                     fn(s);
-                                     sink.done();
-                                     log_request(ctx.metrics(), req, status, t0);
-                                     return true;
-                                   });
 }
 
 }  // namespace
 
 struct HttpServer::Impl {
   explicit Impl(ServerContext& c) : ctx(c) {}
-  void serve(const httplib::Request& in, httplib::Response& out);
-  void on_error(const httplib::Request& in, httplib::Response& out);
+  ListenerOptions listener_options() const;
+  ListenerCallbacks callbacks();
 
   ServerContext& ctx;
-  httplib::Server svr;
-  std::thread thread;
-  int listen_fd = -1;  // captured at socket creation, to widen the listen backlog after bind
+  std::unique_ptr<HttpListener> listener;
   int port = -1;
   bool stopped = false;
 };
 
-void HttpServer::Impl::serve(const httplib::Request& in, httplib::Response& out) {
-  auto t0 = std::chrono::steady_clock::now();
-  HttpRequest req = to_request(in);
-  HttpResponse res = handle_safely(ctx, req);
-  const int status = res.status;
-  write_response(std::move(res), req, ctx, out, t0);
-  ctx.metrics().requests_total++;
-  if (status >= 400) ctx.metrics().requests_errors_total++;
+ListenerOptions HttpServer::Impl::listener_options() const {
+  const ServerOptions& o = ctx.options();
+  ListenerOptions l;
+  l.wire.max_body_bytes = o.max_body_bytes;
+  l.wire.max_header_bytes = o.max_header_bytes;
+  l.wire.max_headers = o.max_headers;
+  l.workers = o.http_threads;
+  l.max_connections = o.max_connections;
+  l.header_timeout_ms = o.header_timeout_s * 1000;
+  l.read_timeout_ms = o.read_timeout_s * 1000;
+  l.write_timeout_ms = o.write_timeout_s * 1000;
+  l.keep_alive_ms = o.keep_alive_timeout_s * 1000;
+  return l;
 }
 
-// Responses httplib makes itself (413 body too large, 400 bad request line): give them JSON bodies.
-void HttpServer::Impl::on_error(const httplib::Request&, httplib::Response& out) {
-  if (!out.body.empty()) return;
-  ApiError e = out.status == 413 ? ApiError(413, "invalid_request_error", "request body too large")
-             : out.status == 404 ? not_found("route")
-             : ApiError(out.status, out.status >= 500 ? "server_error" : "invalid_request_error",
-                        "HTTP error " + std::to_string(out.status));
-  out.set_content(error_body(e), "application/json");
-  ctx.metrics().requests_total++;
-  ctx.metrics().requests_errors_total++;
+ListenerCallbacks HttpServer::Impl::callbacks() {
+  ListenerCallbacks cb;
+  ServerContext& c = ctx;
+  cb.check_head = [&c](HttpRequest& req) {
+    req.id = make_response_id("req-");
+    return check_head(req, c.options());
+  };
+  cb.handle = [&c](HttpRequest& req) {
+    HttpResponse res = handle_safely(c, req);
+    add_common_headers(res, req, c.options());
+    return res;
+  };
+  cb.refuse = [](int status, const std::string& message) {
+    const char* type = status == 503 ? "unavailable_error" : status >= 500 ? "server_error" : "invalid_request_error";
+    return error_response(ApiError(status, type, message));
+  };
+  cb.done = [&c](HttpRequest& req, int status, std::chrono::steady_clock::time_point t0) {
+    if (req.id.empty()) req.id = make_response_id("req-");
+    log_request(c.metrics(), req, status, t0);
+    c.metrics().requests_total++;
+    if (status >= 400) c.metrics().requests_errors_total++;
+  };
+  return cb;
 }
 
 HttpServer::HttpServer(ServerContext& ctx) : impl_(std::make_unique<Impl>(ctx)) {
-  const ServerOptions& o = ctx.options();
-  httplib::Server& s = impl_->svr;
-  const int n_threads = o.http_threads;
-  s.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
-  s.set_payload_max_length(o.max_body_bytes);
-  s.set_read_timeout(o.read_timeout_s, 0);
-  s.set_write_timeout(o.write_timeout_s, 0);
-  s.set_keep_alive_timeout(5);
-  s.set_tcp_nodelay(true);
-  Impl* impl = impl_.get();
-  // Replaces httplib's default (which sets SO_REUSEPORT: two servers could share the port).
-  s.set_socket_options([impl](int fd) {
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    impl->listen_fd = fd;
-  });
-  auto h = [impl](const httplib::Request& in, httplib::Response& out) { impl->serve(in, out); };
-  const char* any = R"(/.*)";
-  s.Get(any, h);
-  s.Post(any, h);
-  s.Put(any, h);
-  s.Delete(any, h);
-  s.Patch(any, h);
-  s.Options(any, h);
-  s.set_error_handler([impl](const httplib::Request& in, httplib::Response& out) { impl->on_error(in, out); });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& out, std::exception_ptr ep) {
-    out.status = 500;
-    out.set_content(error_body(to_api_error(ep)), "application/json");
-  });
+  impl_->listener = std::make_unique<HttpListener>(impl_->listener_options(), impl_->callbacks());
 }
 
 HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::bind() {
   const ServerOptions& o = impl_->ctx.options();
-  std::string host = o.host == "[::1]" ? "::1" : o.host;
-  if (o.port == 0) {
-    impl_->port = impl_->svr.bind_to_any_port(host);
-  } else {
-    impl_->port = impl_->svr.bind_to_port(host, o.port) ? o.port : -1;
-  }
-  if (impl_->port < 0)
-    throw Error(ErrorKind::kIo, "cannot bind " + o.host + ":" + std::to_string(o.port) +
-                                    " (in use or not a local address?)");
-  // httplib 0.11.4 listens with a backlog of 5, so a burst of clients overflows the accept queue
-  // and some connections stall or fail; listen() again on the bound socket widens it.
-  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, kListenBacklog);
+  impl_->port = impl_->listener->bind(o.host, o.port);
   return impl_->port;
 }
 
-void HttpServer::start() {
-  impl_->thread = std::thread([this] { impl_->svr.listen_after_bind(); });
-}
+void HttpServer::start() { impl_->listener->start(); }
 
 void HttpServer::stop() {
   if (!impl_ || impl_->stopped) return;
   impl_->stopped = true;
-  impl_->svr.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->listener->stop();
 }
 
 int HttpServer::port() const { return impl_->port; }

@@ -1,4 +1,5 @@
-// The HTTP front end: owns cpp-httplib behind a pimpl, the route table and the error boundary.
+// The HTTP front end: owns the HttpListener (our HTTP/1.1 server) behind a pimpl, the route table,
+// the head-time policy checks and the error boundary.
 #pragma once
 
 #include <memory>
@@ -19,7 +20,8 @@ class HttpServer {
   int bind();
   // Serves on a background thread (after bind()).
   void start();
-  // Stops accepting and joins the HTTP threads (waits for in-flight responses). Idempotent.
+  // Stops accepting and joins the HTTP threads: in-flight responses get about a second, then their
+  // sockets are shut. Idempotent.
   void stop();
   int port() const;
 

@@ -1,6 +1,11 @@
 // `anelm serve` options: the cxxopts flag table (also --help), config-file merge and validation.
 #include "server/server_options.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -122,9 +127,29 @@ std::string name_the_flag(int argc, char** argv, const std::string& msg) {
   return msg;
 }
 
-bool is_loopback_host(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]" ||
-         host.rfind("127.", 0) == 0;
+bool is_loopback_host(const std::string& host_in) {
+  std::string host = host_in;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) return false;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || !res) return false;
+  bool all_loopback = true;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      all_loopback &= (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr;
+      all_loopback &= IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+    } else {
+      all_loopback = false;
+    }
+  }
+  freeaddrinfo(res);
+  return all_loopback;
 }
 
 void apply_config_json(ServerOptions& o, const std::string& text, const std::string& source) {
@@ -152,6 +177,11 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "log_format") take(j, "log_format", o.log_format, source);
     else if (k == "http_threads") take(j, "http_threads", o.http_threads, source);
     else if (k == "max_body_bytes") take(j, "max_body_bytes", o.max_body_bytes, source);
+    else if (k == "max_header_bytes") take(j, "max_header_bytes", o.max_header_bytes, source);
+    else if (k == "max_headers") take(j, "max_headers", o.max_headers, source);
+    else if (k == "max_connections") take(j, "max_connections", o.max_connections, source);
+    else if (k == "header_timeout_s") take(j, "header_timeout_s", o.header_timeout_s, source);
+    else if (k == "keep_alive_timeout_s") take(j, "keep_alive_timeout_s", o.keep_alive_timeout_s, source);
     else if (k == "read_timeout_s") take(j, "read_timeout_s", o.read_timeout_s, source);
     else if (k == "write_timeout_s") take(j, "write_timeout_s", o.write_timeout_s, source);
     else if (k == "shutdown_grace_ms") take(j, "shutdown_grace_ms", o.shutdown_grace_ms, source);
@@ -181,14 +211,18 @@ void validate_options(const ServerOptions& o) {
   need(o.max_queue >= 0 && o.max_queue <= 4096, "--max-queue must be in [0, 4096]");
   need(o.http_threads >= 2 && o.http_threads <= 4096, "http_threads must be in [2, 4096]");
   need(o.max_body_bytes >= 1024, "max_body_bytes must be at least 1024");
-  need(o.read_timeout_s > 0 && o.write_timeout_s > 0, "read/write timeouts must be positive");
+  need(o.read_timeout_s > 0 && o.write_timeout_s > 0 && o.header_timeout_s > 0 && o.keep_alive_timeout_s > 0,
+       "header/read/write/keep-alive timeouts must be positive");
+  need(o.max_header_bytes >= 1024 && o.max_header_bytes <= (1u << 20), "max_header_bytes must be in [1024, 1048576]");
+  need(o.max_headers >= 8 && o.max_headers <= 10000, "max_headers must be in [8, 10000]");
+  need(o.max_connections >= 4 && o.max_connections <= 65536, "max_connections must be in [4, 65536]");
   need(o.shutdown_grace_ms >= 0, "shutdown_grace_ms must be >= 0");
   need(o.retry_after_s >= 1, "retry_after_s must be >= 1");
   need(o.default_max_tokens >= 1, "default_max_tokens must be >= 1");
   need(o.sse_ping_s >= 1, "sse_ping_s must be >= 1");
   need(!o.host.empty(), "--host must not be empty");
   need(is_loopback_host(o.host) || !o.api_key.empty(),
-       "--host " + o.host + " exposes the server beyond this machine: set --api-key too");
+       "--host " + o.host + " is not (or does not resolve only to) a loopback address: set --api-key too");
   for (const std::string& origin : o.cors_origins)
     need(origin != "*", "cors_origins must list origins explicitly, not '*'");
   if (problems.empty()) return;

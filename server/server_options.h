@@ -25,10 +25,15 @@ struct ServerOptions {
   std::string chat_template;           // --chat-template: Jinja file used instead of the model's template
   std::string log_level = "info";      // --log-level: trace | debug | info | warn | error
   std::string log_format = "text";     // --log-format: text | json (one JSON object per line)
-  int http_threads = 64;               // HTTP worker threads (each open connection holds one)
-  size_t max_body_bytes = 4u << 20;    // larger request bodies get 413
-  int read_timeout_s = 30;             // socket read timeout (slow-loris guard)
-  int write_timeout_s = 60;            // socket write timeout (stalled SSE readers)
+  int http_threads = 64;               // HTTP worker threads (they run complete requests only)
+  size_t max_body_bytes = 4u << 20;    // larger request bodies (decoded, chunked too) get 413
+  size_t max_header_bytes = 16384;     // request line + headers; beyond: 431
+  int max_headers = 100;               // header fields per request; beyond: 431
+  int max_connections = 256;           // open connections; beyond: the oldest idle/slow one is closed
+  int header_timeout_s = 10;           // a request head must arrive within this (slow-loris guard)
+  int read_timeout_s = 30;             // the whole request (head and body) must arrive within this
+  int write_timeout_s = 60;            // a response write without progress this long fails (stalled readers)
+  int keep_alive_timeout_s = 5;        // idle time between requests on one connection
   int shutdown_grace_ms = 5000;        // SIGINT/SIGTERM: time in-flight jobs get before cancellation
   int retry_after_s = 1;               // Retry-After on 429 / 503
   int default_max_tokens = 16;         // /v1/completions max_tokens when absent (OpenAI: 16)
@@ -53,6 +58,8 @@ void apply_config_json(ServerOptions& opts, const std::string& json_text, const 
 // Checks ranges and cross-field rules; throws anelm::Error(kInvalidArgument) listing every problem.
 void validate_options(const ServerOptions& opts);
 
+// True when `host` (a name or an address, "[::1]" too) resolves, and every address it resolves to
+// is a loopback address (127.0.0.0/8, ::1, ::ffff:127.x). An unresolvable host is not loopback.
 bool is_loopback_host(const std::string& host);
 
 // cxxopts names a bad value but not its flag ("Argument 'abc' failed to parse"): the message again
