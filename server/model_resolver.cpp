@@ -323,14 +323,31 @@ std::optional<fs::path> find_cached_model(const fs::path& hub_dir, const std::st
   return fail(snap.string() + ": incomplete, missing " + missing);
 }
 
+namespace {
+fs::path download_locked(const std::string& repo_id, const ResolveOptions& opts, const fs::path& repo_dir);
+}  // namespace
+
 fs::path download_snapshot(const std::string& repo_id, const ResolveOptions& opts) {
   check_repo_and_revision(repo_id, opts.revision);
-  const std::string endpoint = effective_endpoint(opts);
   const fs::path repo_dir = anelm_hub_dir(opts) / repo_folder_name(repo_id);
   std::error_code ec;
+  const bool created = !fs::exists(repo_dir);
   fs::create_directories(repo_dir, ec);
   if (ec) throw Error(ErrorKind::kIo, "cannot create " + repo_dir.string() + ": " + ec.message());
+  try {
+    return download_locked(repo_id, opts, repo_dir);
+  } catch (...) {
+    // A mistyped ORG/NAME (or any download that never produced a snapshot) leaves no folder behind.
+    if (created && !fs::exists(repo_dir / "snapshots")) fs::remove_all(repo_dir, ec);
+    throw;
+  }
+}
 
+namespace {
+
+fs::path download_locked(const std::string& repo_id, const ResolveOptions& opts, const fs::path& repo_dir) {
+  std::error_code ec;
+  const std::string endpoint = effective_endpoint(opts);
   DirLock lock(repo_dir);
   // Another process may have completed the download while we waited for the lock.
   if (auto done = find_cached_model(anelm_hub_dir(opts), repo_id, opts.revision);
@@ -383,6 +400,8 @@ fs::path download_snapshot(const std::string& repo_id, const ResolveOptions& opt
   spdlog::info("downloaded {} into {}", repo_id, snap.string());
   return snap;
 }
+
+}  // namespace
 
 std::string resolve_model_path(const ResolveOptions& opts) {
   std::string model = opts.model;

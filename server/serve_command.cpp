@@ -17,6 +17,7 @@
 #include "engine/error.h"
 #include "server/http_server.h"
 #include "server/log_setup.h"
+#include "server/downloader.h"
 #include "server/model_bundle.h"
 #include "server/model_preset.h"
 #include "server/model_resolver.h"
@@ -89,8 +90,12 @@ void load_model(ServerContext& ctx, ModelBundle& bundle) {
     ResolveOptions ro;
     ro.model = ctx.options().model;
     ro.offline = ctx.options().offline;
+    // Downloads print the downloader's own line (full file name, bytes, speed, ETA); /health
+    // reports the fraction.
+    DownloadProgress download_line = make_default_progress();
     ro.progress = [&](const std::string& file, int64_t done, int64_t total) {
-      progress("download " + file, done, total);
+      ctx.set_progress("download " + file, total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0);
+      download_line(file, done, total);
     };
     ctx.set_progress("resolve", 0);
     std::string path = resolve_model_path(ro);

@@ -353,7 +353,7 @@ TEST_F(ModelResolverTest, MissingConfigIsNotFoundWithUrlAndStatus) {
     EXPECT_NE(msg.find(hub_.endpoint() + "/" + kRepo + "/resolve/main/config.json"), std::string::npos) << msg;
     EXPECT_NE(msg.find("404"), std::string::npos) << msg;
   }
-  EXPECT_FALSE(fs::exists(own_repo_dir() / "refs" / "main"));
+  EXPECT_FALSE(fs::exists(own_repo_dir())) << "a mistyped repository leaves no cache folder behind";
 }
 
 TEST_F(ModelResolverTest, MissingWeightsIsNotFoundWithUrlAndStatus) {
