@@ -205,7 +205,7 @@ std::string float_repr(double d) {
   }
   out += digits.substr(0, 1);
   if (digits.size() > 1) out += "." + digits.substr(1);
-  char e[8];
+  char e[16];  // exponents of a double have at most 3 digits; room for any int
   std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
   return out + e;
 }
