@@ -211,6 +211,7 @@ class GrammarConstraint final : public engine::TokenConstraint {
  private:
   // Free text so far (bounded: what a marker may still need) -> activates on the trigger.
   void watch(const std::string& bytes) {
+    if (trigger_.empty()) return;  // no call can start any more
     seen_ += bytes;
     if (trigger_at_start_) {
       const size_t first = seen_.find_first_not_of(" \t\n");

@@ -118,6 +118,20 @@ TEST_F(OutputConstraintTest, AutoToolChoiceIsFreeUntilTheModelOpensACall) {
   EXPECT_FALSE(c->allows(im_end()));
 }
 
+TEST_F(OutputConstraintTest, Llama3CallsOnlyAtTheStartOfTheReply) {
+  const chat::ChatFormat llama3{chat::ToolSyntax::kLlama3, chat::ReasoningSyntax::kNone, true};
+  json body = chat_body();
+  body["tools"] = weather_tools();
+  auto text_first = make(body, &llama3);
+  ASSERT_TRUE(text_first);
+  EXPECT_TRUE(follows(*text_first, "Hello, here is a brace { and more ] text {\"x\": }"))
+      << "a reply that began as text stays free";
+  EXPECT_TRUE(text_first->allows(im_end()));
+  auto call = make(body, &llama3);
+  ASSERT_TRUE(follows(*call, "{\"name\": \"add\", \"parameters\": {"));
+  EXPECT_FALSE(call->allows(tk_->encode("]", false).at(0))) << "a reply that opens with '{' is a constrained call";
+}
+
 TEST_F(OutputConstraintTest, ReasoningBlockMayPrecedeTheAnswer) {
   const chat::ChatFormat qwen3{chat::ToolSyntax::kHermes, chat::ReasoningSyntax::kThinkTags, true};
   json body = chat_body();
