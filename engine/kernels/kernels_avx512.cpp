@@ -682,6 +682,11 @@ void store_kv(const float* src, DType kv, int n, void* __restrict dst) {
 #define ANELM_QUANT_VNNI 1
 #include "engine/kernels/kernels_quant_simd-inl.h"
 
+template <class K>
+struct MatmulOf {
+  static constexpr MatmulFn fn = matmul_impl<K>;
+};
+
 }  // namespace
 }  // namespace avx512_impl
 
@@ -694,9 +699,7 @@ const KernelTable& avx512_kernel_table() {
     t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
     t.matmul[dtype_index(DType::kQ8_0)] = matmul_impl<Q8_0Kernel>;
     t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
-    t.matmul[dtype_index(DType::kQ4_K)] = matmul_impl<Q4_KKernel>;
-    t.matmul[dtype_index(DType::kQ6_K)] = matmul_impl<Q6_KKernel>;
-    t.matmul[dtype_index(DType::kQ5_0)] = matmul_impl<Q5_0Kernel>;
+    fill_quant_simd<MatmulOf>(t);
     t.quantize_q8 = quantize_q8;
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;

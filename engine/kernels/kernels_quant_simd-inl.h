@@ -1,4 +1,5 @@
-// Q4_K, Q6_K (over QBlockK activations) and Q5_0 (over QBlock8) row kernels on 256-bit vectors,
+// Q2_K..Q6_K, IQ4_XS (over QBlockK activations) and Q4_1, Q5_0, Q5_1, IQ4_NL (over QBlock8) row
+// kernels on 256-bit vectors,
 // written once and included by kernels_avx2.cpp (maddubs + madd) and kernels_avx512.cpp (defines
 // ANELM_QUANT_VNNI: vpdpbusd, and mask moves for the Q5_0 high bits). Each weight (super-)block is
 // decoded to unsigned bytes once and shared by the T tokens of a tile; integer dots per sub-block
@@ -135,6 +136,210 @@ inline void q5_0_tile(const void* row, int64_t cols, const QBlock8* x, float* ou
   for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
 }
 
+// Byte mask of the bytes of v that have bit `bit` set, as `val` there and 0 elsewhere.
+inline __m256i qs_bit_to(__m256i v, int bit, int val) {
+  const __m256i b = _mm256_set1_epi8(static_cast<char>(1 << bit));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, b), b), _mm256_set1_epi8(static_cast<char>(val)));
+}
+
+// Signed weights w (|w| <= 127) times x: |w| as u8 against x carrying w's sign.
+inline __m256i qs_dot_signed(__m256i w, __m256i x) { return qs_dot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+inline __m256i qs_dot_signed_scaled(__m256i w, __m256i x, __m256i sc) {
+  return qs_dot_scaled(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w), sc);
+}
+
+// IQ4 nibbles of 16 bytes -> 32 signed levels (low nibbles first).
+inline __m256i qs_iq4_levels(const uint8_t* qs) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(raw, 4), low4)),
+                          _mm_shuffle_epi8(table, _mm_and_si128(raw, low4)));
+}
+
+inline __m256i qs_nibbles(const uint8_t* qs) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
+}
+
+// Q4_1 / Q5_1 row . T tokens of QBlock8: d * dot(q, x) + m * sum(x) per block.
+template <bool kFive, int T>
+inline void q41_51_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
+  const int64_t nb = cols / kQBlock;
+  const auto* w1 = static_cast<const BlockQ4_1*>(row);
+  const auto* w5 = static_cast<const BlockQ5_1*>(row);
+  __m256 acc[T];
+  float mins[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps(), mins[t] = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i wq;
+    float d, m;
+    if constexpr (kFive) {
+      uint32_t qh;
+      std::memcpy(&qh, w5[b].qh, 4);
+      wq = _mm256_or_si256(qs_nibbles(w5[b].qs), qs_bits_0x10(qh));
+      d = _cvtsh_ss(w5[b].d), m = _cvtsh_ss(w5[b].m);
+    } else {
+      wq = qs_nibbles(w1[b].qs);
+      d = _cvtsh_ss(w1[b].d), m = _cvtsh_ss(w1[b].m);
+    }
+    for (int t = 0; t < T; ++t) {
+      const QBlock8& xb = x[t * nb + b];
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qs_dot(wq, qs_load(xb.qs))), _mm256_set1_ps(d * xb.d), acc[t]);
+      mins[t] += m * xb.d * static_cast<float>(xb.sum);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]) + mins[t];
+}
+
+template <int T>
+inline void iq4_nl_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
+  const int64_t nb = cols / kQBlock;
+  const auto* w = static_cast<const BlockIQ4_NL*>(row);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i wq = qs_iq4_levels(w[b].qs);
+    const float d = _cvtsh_ss(w[b].d);
+    for (int t = 0; t < T; ++t) {
+      const QBlock8& xb = x[t * nb + b];
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(qs_dot_signed(wq, qs_load(xb.qs))), _mm256_set1_ps(d * xb.d), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
+}
+
+template <int T>
+inline void iq4_xs_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
+  const int64_t nb = cols / kQKBlock;
+  const auto* w = static_cast<const BlockIQ4_XS*>(row);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XS& wb = w[b];
+    __m256i q[8], scv[8];
+    for (int ib = 0; ib < 8; ++ib) {
+      const int ls = ((wb.scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((wb.scales_h >> (2 * ib)) & 3) << 4);
+      q[ib] = qs_iq4_levels(wb.qs + 16 * ib);
+      scv[ib] = qs_scales(ls - 32, ls - 32);
+    }
+    const float d = _cvtsh_ss(wb.d);
+    for (int t = 0; t < T; ++t) {
+      const QBlockK& xb = x[t * nb + b];
+      __m256i sumi = _mm256_setzero_si256();
+      for (int ib = 0; ib < 8; ++ib) sumi = _mm256_add_epi32(sumi, qs_dot_signed_scaled(q[ib], qs_load(xb.qs + 32 * ib), scv[ib]));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * xb.d), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
+}
+
+// Q5_K row . T tokens: Q4_K plus the fifth bits (bit 2j / 2j + 1 of qh[l] for sub-blocks 2j / 2j + 1).
+template <int T>
+inline void q5_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
+  const int64_t nb = cols / kQKBlock;
+  const auto* w = static_cast<const BlockQ5_K*>(row);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[T];
+  float mins[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps(), mins[t] = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ5_K& wb = w[b];
+    int sc[8], mn[8];
+    alignas(32) int16_t mn16[16];
+    for (int j = 0; j < 8; ++j) {
+      k4_scale_min(wb.scales, j, sc[j], mn[j]);
+      mn16[2 * j] = mn16[2 * j + 1] = static_cast<int16_t>(mn[j]);
+    }
+    const __m256i mins16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(mn16));
+    const __m256i hb = qs_load(wb.qh);
+    __m256i q[8];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i raw = qs_load(wb.qs + 32 * j);
+      q[2 * j] = _mm256_or_si256(_mm256_and_si256(raw, low4), qs_bit_to(hb, 2 * j, 0x10));
+      q[2 * j + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), qs_bit_to(hb, 2 * j + 1, 0x10));
+    }
+    const float d = _cvtsh_ss(wb.d), dmin = _cvtsh_ss(wb.dmin);
+    for (int t = 0; t < T; ++t) {
+      const QBlockK& xb = x[t * nb + b];
+      __m256i sumi = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) sumi = _mm256_add_epi32(sumi, qs_dot_scaled(q[j], qs_load(xb.qs + 32 * j), qs_scales(sc[j], sc[j])));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * xb.d), acc[t]);
+      mins[t] += dmin * xb.d * static_cast<float>(qs_hsum_epi32(_mm256_madd_epi16(qs_load(xb.bsums), mins16)));
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]) - mins[t];
+}
+
+// Q2_K / Q3_K low bits: q[4h + s] = bits 2s of qs[32h .. 32h + 32) (elements 128h + 32s ..).
+inline void qs_unpack_2bit(const uint8_t* qs, __m256i* q) {
+  const __m256i m3 = _mm256_set1_epi8(3);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i raw = qs_load(qs + 32 * h);
+    for (int s = 0; s < 4; ++s) q[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * s), m3);
+  }
+}
+
+// Q2_K row . T tokens: d * (sc & 15) * q - dmin * (sc >> 4) per sub-block of 16.
+template <int T>
+inline void q2_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
+  const int64_t nb = cols / kQKBlock;
+  const auto* w = static_cast<const BlockQ2_K*>(row);
+  __m256 acc[T];
+  float mins[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps(), mins[t] = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ2_K& wb = w[b];
+    __m256i q[8], scv[8];
+    qs_unpack_2bit(wb.qs, q);
+    for (int k = 0; k < 8; ++k) scv[k] = qs_scales(wb.scales[2 * k] & 0x0F, wb.scales[2 * k + 1] & 0x0F);
+    const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    const __m256i mins16 = _mm256_srli_epi16(raw, 4);
+    const float d = _cvtsh_ss(wb.d), dmin = _cvtsh_ss(wb.dmin);
+    for (int t = 0; t < T; ++t) {
+      const QBlockK& xb = x[t * nb + b];
+      __m256i sumi = _mm256_setzero_si256();
+      for (int k = 0; k < 8; ++k) sumi = _mm256_add_epi32(sumi, qs_dot_scaled(q[k], qs_load(xb.qs + 32 * k), scv[k]));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * xb.d), acc[t]);
+      mins[t] += dmin * xb.d * static_cast<float>(qs_hsum_epi32(_mm256_madd_epi16(qs_load(xb.bsums), mins16)));
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]) - mins[t];
+}
+
+// Q3_K row . T tokens: q + 4 * high bit (0..7) used unsigned, the -4 folded in through bsums.
+template <int T>
+inline void q3_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
+  const int64_t nb = cols / kQKBlock;
+  const auto* w = static_cast<const BlockQ3_K*>(row);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ3_K& wb = w[b];
+    __m256i q[8], scv[8];
+    qs_unpack_2bit(wb.qs, q);
+    const __m256i hm = qs_load(wb.hmask);
+    alignas(32) int16_t sc16[16];
+    for (int j = 0; j < 16; ++j) sc16[j] = static_cast<int16_t>(k3_scale(wb.scales, j));
+    for (int k = 0; k < 8; ++k) {
+      q[k] = _mm256_or_si256(q[k], qs_bit_to(hm, k, 4));
+      scv[k] = qs_scales(sc16[2 * k], sc16[2 * k + 1]);
+    }
+    const __m256i scales16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc16));
+    const float d = _cvtsh_ss(wb.d);
+    for (int t = 0; t < T; ++t) {
+      const QBlockK& xb = x[t * nb + b];
+      __m256i sumi = _mm256_setzero_si256();
+      for (int k = 0; k < 8; ++k) sumi = _mm256_add_epi32(sumi, qs_dot_scaled(q[k], qs_load(xb.qs + 32 * k), scv[k]));
+      const int32_t off = 4 * qs_hsum_epi32(_mm256_madd_epi16(qs_load(xb.bsums), scales16));
+      sumi = _mm256_sub_epi32(sumi, _mm256_zextsi128_si256(_mm_cvtsi32_si128(off)));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * xb.d), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
+}
+
 // Kernel adapters for the per-ISA matmul_impl (tiles of T tokens; rows<R> for the AVX-512 GEMV).
 template <DType kT, class XBlock, void (*Tile1)(const void*, int64_t, const XBlock*, float*)>
 struct QuantKernelBase {
@@ -160,3 +365,36 @@ struct Q5_0Kernel : QuantKernelBase<DType::kQ5_0, QBlock8, q5_0_tile<1>> {
   template <int T>
   static void tile(const void* row, int64_t cols, const QBlock8* x, float* out) { q5_0_tile<T>(row, cols, x, out); }
 };
+
+#define ANELM_QUANT_KERNEL(Name, kT, XBlock, tile_fn)                                          \
+  struct Name : QuantKernelBase<kT, XBlock, tile_fn<1>> {                                      \
+    template <int T>                                                                         \
+    static void tile(const void* row, int64_t cols, const XBlock* x, float* out) {           \
+      tile_fn<T>(row, cols, x, out);                                                         \
+    }                                                                                        \
+  };
+template <int T> inline void q4_1_tile(const void* r, int64_t c, const QBlock8* x, float* o) { q41_51_tile<false, T>(r, c, x, o); }
+template <int T> inline void q5_1_tile(const void* r, int64_t c, const QBlock8* x, float* o) { q41_51_tile<true, T>(r, c, x, o); }
+ANELM_QUANT_KERNEL(Q4_1Kernel, DType::kQ4_1, QBlock8, q4_1_tile)
+ANELM_QUANT_KERNEL(Q5_1Kernel, DType::kQ5_1, QBlock8, q5_1_tile)
+ANELM_QUANT_KERNEL(IQ4_NLKernel, DType::kIQ4_NL, QBlock8, iq4_nl_tile)
+ANELM_QUANT_KERNEL(IQ4_XSKernel, DType::kIQ4_XS, QBlockK, iq4_xs_tile)
+ANELM_QUANT_KERNEL(Q2_KKernel, DType::kQ2_K, QBlockK, q2_K_tile)
+ANELM_QUANT_KERNEL(Q3_KKernel, DType::kQ3_K, QBlockK, q3_K_tile)
+ANELM_QUANT_KERNEL(Q5_KKernel, DType::kQ5_K, QBlockK, q5_K_tile)
+#undef ANELM_QUANT_KERNEL
+
+// Sets the table slots of every block type above.
+template <template <class> class Impl>
+void fill_quant_simd(KernelTable& t) {
+  t.matmul[dtype_index(DType::kQ4_1)] = Impl<Q4_1Kernel>::fn;
+  t.matmul[dtype_index(DType::kQ5_0)] = Impl<Q5_0Kernel>::fn;
+  t.matmul[dtype_index(DType::kQ5_1)] = Impl<Q5_1Kernel>::fn;
+  t.matmul[dtype_index(DType::kIQ4_NL)] = Impl<IQ4_NLKernel>::fn;
+  t.matmul[dtype_index(DType::kQ2_K)] = Impl<Q2_KKernel>::fn;
+  t.matmul[dtype_index(DType::kQ3_K)] = Impl<Q3_KKernel>::fn;
+  t.matmul[dtype_index(DType::kQ4_K)] = Impl<Q4_KKernel>::fn;
+  t.matmul[dtype_index(DType::kQ5_K)] = Impl<Q5_KKernel>::fn;
+  t.matmul[dtype_index(DType::kQ6_K)] = Impl<Q6_KKernel>::fn;
+  t.matmul[dtype_index(DType::kIQ4_XS)] = Impl<IQ4_XSKernel>::fn;
+}
