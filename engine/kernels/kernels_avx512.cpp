@@ -681,6 +681,7 @@ void store_kv(const float* src, DType kv, int n, void* __restrict dst) {
 
 #define ANELM_QUANT_VNNI 1
 #include "engine/kernels/kernels_quant_simd-inl.h"
+#include "engine/kernels/kernels_quant_avx512-inl.h"
 
 template <class K>
 struct MatmulOf {
@@ -700,6 +701,7 @@ const KernelTable& avx512_kernel_table() {
     t.matmul[dtype_index(DType::kQ8_0)] = matmul_impl<Q8_0Kernel>;
     t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
     fill_quant_simd<MatmulOf>(t);
+    t.matmul[dtype_index(DType::kQ5_0)] = matmul_impl<Q5_0Kernel512>;
     t.quantize_q8 = quantize_q8;
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;

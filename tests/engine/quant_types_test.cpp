@@ -237,7 +237,8 @@ TEST_P(QuantKernelsTest, QuantizeQ8KBitIdenticalToReference) {
 TEST_P(QuantKernelsTest, MatmulMatchesReference) {
   for (DType t : kNewTypes) {
     const bool qk = uses_q8k_activations(t);
-    for (int64_t cols : {256, 512, 768}) {
+    for (int64_t cols : {256, 512, 768, 96, 288}) {  // 32-element types: odd block counts too
+      if (cols % dtype_block_elems(t) != 0) continue;
       for (int64_t rows : {1, 9, 21}) {
         for (int n : {1, 3, 4, 9, 17}) {
           const auto w = random_blocks(t, rows, cols, static_cast<uint32_t>(cols + rows + n));
