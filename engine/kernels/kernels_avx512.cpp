@@ -702,6 +702,8 @@ const KernelTable& avx512_kernel_table() {
     t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
     fill_quant_simd<MatmulOf>(t);
     t.matmul[dtype_index(DType::kQ5_0)] = matmul_impl<Q5_0Kernel512>;
+    t.matmul[dtype_index(DType::kQ4_K)] = matmul_impl<Q4_KKernel512>;
+    t.matmul[dtype_index(DType::kQ6_K)] = matmul_impl<Q6_KKernel512>;
     t.quantize_q8 = quantize_q8;
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;

@@ -39,6 +39,20 @@ inline int32_t qs_hsum_epi32(__m256i v) {
 
 inline __m256i qs_load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// Q4_K / Q5_K: the 12 packed bytes -> bytes 0..7 = the 8 six-bit scales, 8..15 = the 8 mins (as
+// k4_scale_min, with 32-bit word operations).
+inline __m128i qs_k4_scales_mins(const uint8_t* s12) {
+  uint32_t u[4];
+  std::memcpy(u, s12, 12);
+  const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+  const uint32_t mins_lo = u[1] & m6;
+  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+  u[2] = mins_lo;
+  u[0] &= m6;
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+}
+
 // Q4_K row . T tokens: value = d * sc * q - dmin * m, q a nibble; mins via the activations' bsums.
 template <int T>
 inline void q4_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
