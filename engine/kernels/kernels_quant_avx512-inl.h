@@ -45,7 +45,28 @@ inline void q5_0_rows2(const void* const* rows, int64_t cols, const QBlock8* x, 
   for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(acc[r]) + tail[r];
 }
 
+// Q5_0 block pair as signed weights (q - 16) for the packed-pair prefill (gemm_pairs).
+struct PairQ5_0 {
+  static constexpr DType kType = DType::kQ5_0;
+  static void pair(const void* row, int64_t p, __m512i& wq, __m512& dw) {
+    const BlockQ5_0* w = static_cast<const BlockQ5_0*>(row) + 2 * p;
+    const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[0].qs));
+    const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[1].qs));
+    const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(raw0, raw0)), _mm256_set_m128i(raw1, raw1), 1);
+    uint32_t h0, h1;
+    std::memcpy(&h0, w[0].qh, 4);
+    std::memcpy(&h1, w[1].qh, 4);
+    const __mmask64 hm = static_cast<__mmask64>(h0) | (static_cast<__mmask64>(h1) << 32);
+    const __m512i q = _mm512_or_si512(_mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0F)),
+                                      _mm512_maskz_mov_epi8(hm, _mm512_set1_epi8(0x10)));
+    wq = _mm512_sub_epi8(q, _mm512_set1_epi8(16));
+    dw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(w[0].d))),
+                                                 _mm_set1_epi16(static_cast<short>(w[1].d)), 1));
+  }
+};
+
 struct Q5_0Kernel512 : Q5_0Kernel {
+  using PairDec = PairQ5_0;
   template <int R>
   static void rows(const void* const* r, int64_t cols, const QBlock8* x, float* out, int64_t rb) {
     q5_0_rows2<R>(r, cols, x, out, rb);
