@@ -1,12 +1,15 @@
 // Per-kernel bench (llm.c dev/cuda pattern): every ISA's matmul is first validated against the scalar
 // reference on the same data, then timed; one JSON line per (isa, dtype, shape, n) with GB/s of
-// weights streamed and GFLOP/s. Usage: bench_kernels [reps=20]. Shapes are Qwen2.5-0.5B's.
+// weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one].
+// Shapes are Qwen2.5-0.5B's; the K-quants run on the rows that hold whole 256-element blocks.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/kernels/fp16.h"
@@ -36,12 +39,36 @@ std::vector<uint8_t> encode(const std::vector<float>& m, DType t, int64_t rows, 
   return out;
 }
 
-const char* dt_name(DType t) { return t == DType::kF16 ? "f16" : t == DType::kQ8_0 ? "q8_0" : "q4_0"; }
+// Types anelm cannot write (the K-quants, Q5_0, ...): random bytes with sane f16 scales.
+std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  std::vector<uint8_t> out(static_cast<size_t>(dtype_row_bytes(t, cols) * rows));
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  std::vector<int> f16_at;  // byte offsets of the f16 fields of one block
+  switch (t) {
+    case DType::kQ4_1: case DType::kQ5_1: case DType::kQ4_K: case DType::kQ5_K: f16_at = {0, 2}; break;
+    case DType::kQ2_K: f16_at = {80, 82}; break;
+    case DType::kQ3_K: f16_at = {108}; break;
+    case DType::kQ6_K: f16_at = {208}; break;
+    default: f16_at = {0}; break;
+  }
+  std::uniform_real_distribution<float> scale(0.001f, 0.01f);
+  const size_t bb = static_cast<size_t>(dtype_block_bytes(t));
+  for (size_t b = 0; b < out.size() / bb; ++b) {
+    for (int off : f16_at) {
+      const uint16_t v = float_to_half(scale(rng));
+      std::memcpy(out.data() + b * bb + off, &v, 2);
+    }
+  }
+  return out;
+}
+
+const char* dt_name(DType t) { return dtype_name(t); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  const std::string only = argc > 2 ? argv[2] : "";
   struct Shape { const char* name; int64_t rows, cols; };
   const Shape shapes[] = {{"qkv", 1152, 896}, {"gate_up", 9728, 896}, {"down", 896, 4864}, {"lm_head", 151936, 896}};
   std::mt19937 rng(1);
@@ -50,29 +77,38 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes) {
     std::vector<float> wf(static_cast<size_t>(s.rows * s.cols));
     for (float& v : wf) v = nd(rng) * 0.05f;
-    for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
-      const auto w = encode(wf, t, s.rows, s.cols);
+    for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kQ6_K,
+                    DType::kQ5_K, DType::kQ4_1, DType::kQ5_1, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ3_K,
+                    DType::kQ2_K}) {
+      if (s.cols % dtype_block_elems(t) != 0) continue;
+      if (!only.empty() && only != dtype_name(t)) continue;  // K-quants: only rows of whole 256-blocks
+      const auto w = dtype_quantizable(t) ? encode(wf, t, s.rows, s.cols) : random_blocks(t, s.rows, s.cols, rng);
       for (int n : {1, 128}) {
         if (s.rows > 20000 && n > 1) continue;  // the LM head only runs for the last token
         std::vector<float> x(static_cast<size_t>(n * s.cols));
         for (float& v : x) v = nd(rng);
-        std::vector<QBlock8> xq(x.size() / kQBlock);
-        ref::quantize_q8(x.data(), n * s.cols, xq.data());
+        std::vector<QBlock8> xq8(x.size() / kQBlock);
+        std::vector<QBlockK> xqk(x.size() / kQKBlock);
+        ref::quantize_q8(x.data(), n * s.cols, xq8.data());
+        if (uses_q8k_activations(t)) ref::quantize_q8k(x.data(), n * s.cols, xqk.data());
+        const void* xq = uses_q8k_activations(t) ? static_cast<const void*>(xqk.data()) : xq8.data();
         std::vector<float> xin(x.size());  // what the kernel effectively multiplies
-        if (uses_q8_activations(t)) ref::dequantize_q8(xq.data(), n * s.cols, xin.data()); else xin = x;
+        if (uses_q8_activations(t)) ref::dequantize_q8(xq8.data(), n * s.cols, xin.data());
+        else if (uses_q8k_activations(t)) ref::dequantize_q8k(xqk.data(), n * s.cols, xin.data());
+        else xin = x;
         std::vector<float> expect(static_cast<size_t>(n * s.rows)), got(expect.size());
         ref::matmul(w.data(), t, s.rows, s.cols, xin.data(), n, expect.data());
         for (Isa isa : supported_isas()) {
           const KernelTable* k = kernel_table(isa);
           const MatmulFn mm = k->matmul[dtype_index(t)];
-          mm(w.data(), s.cols, x.data(), xq.data(), n, got.data(), s.rows, 0, s.rows);
+          mm(w.data(), s.cols, x.data(), xq, n, got.data(), s.rows, 0, s.rows);
           float max_err = 0.0f;
           for (size_t i = 0; i < got.size(); ++i) max_err = std::max(max_err, std::fabs(got[i] - expect[i]) / (1.0f + std::fabs(expect[i])));
           const bool ok = max_err < 1e-3f;
           failures += !ok;
           const int r = isa == Isa::kScalar ? 1 : reps;
           const auto t0 = std::chrono::steady_clock::now();
-          for (int i = 0; i < r; ++i) mm(w.data(), s.cols, x.data(), xq.data(), n, got.data(), s.rows, 0, s.rows);
+          for (int i = 0; i < r; ++i) mm(w.data(), s.cols, x.data(), xq, n, got.data(), s.rows, 0, s.rows);
           const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / r;
           std::printf("{\"isa\":\"%s\",\"dtype\":\"%s\",\"shape\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"n\":%d,"
                       "\"valid\":%s,\"max_rel_err\":%.3g,\"ms\":%.4f,\"weight_gb_s\":%.2f,\"gflop_s\":%.2f}\n",

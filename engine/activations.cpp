@@ -19,6 +19,7 @@ Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n
   up.assign(B * cfg.d_ff, 0.0f);
   const int max_cols = std::max({cfg.d_model, cfg.q_dim(), cfg.d_ff});
   xq.assign(B * static_cast<size_t>((max_cols + kQBlock - 1) / kQBlock), QBlock8{});
+  xk.assign(B * static_cast<size_t>((max_cols + kQKBlock - 1) / kQKBlock), QBlockK{});
   scores.assign(static_cast<size_t>(std::max(n_threads, 1)) * ctx, 0.0f);
   logits.assign(static_cast<size_t>(cfg.vocab_size), 0.0f);
 }

@@ -24,6 +24,7 @@ struct Activations {
   std::vector<float> gate;   // [B][d_ff] gate projection, then silu(gate) * up
   std::vector<float> up;     // [B][d_ff]
   std::vector<QBlock8> xq;  // [B][max(d_model, q_dim, d_ff) / 32] Q8 activations
+  std::vector<QBlockK> xk;  // [B][max(d_model, q_dim, d_ff) / 256] Q8_K activations (K-quant weights)
   std::vector<float> scores;         // [threads][ctx] attention scores, one row per thread
   std::vector<float> logits;         // [vocab] logits of the last token
 };

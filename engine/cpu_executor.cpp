@@ -33,15 +33,17 @@ void add_bias(const TensorView& b, float* y, int n, int dim, const kernels::Kern
 }  // namespace
 
 void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const float* in, int n,
-                     int64_t cols, std::span<const LinearOut> outs, QBlock8* xq,
+                     int64_t cols, std::span<const LinearOut> outs, QBlock8* xq, QBlockK* xk,
                      int64_t inline_macs) {
   int64_t total_rows = 0;
-  bool quantised = false;
+  bool q8 = false, q8k = false;  // a mix (llama.cpp's Q4_K_M) may need both forms
   for (const LinearOut& o : outs) {
     total_rows += o.w->rows();
-    quantised = quantised || uses_q8_activations(o.w->dtype);
+    q8 = q8 || uses_q8_activations(o.w->dtype);
+    q8k = q8k || uses_q8k_activations(o.w->dtype);
   }
-  if (quantised) k.quantize_q8(in, static_cast<int64_t>(n) * cols, xq);
+  if (q8) k.quantize_q8(in, static_cast<int64_t>(n) * cols, xq);
+  if (q8k) k.quantize_q8k(in, static_cast<int64_t>(n) * cols, xk);
   auto run = [&](int64_t begin, int64_t end, int) {
     int64_t offset = 0;
     for (const LinearOut& o : outs) {
@@ -49,7 +51,8 @@ void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const floa
       const int64_t r0 = begin > offset ? begin - offset : 0;
       const int64_t r1 = end - offset < rows ? end - offset : rows;
       if (r0 < r1) {
-        k.matmul[dtype_index(o.w->dtype)](o.w->data, cols, in, xq, n, o.y, rows, r0, r1);
+        const void* xa = uses_q8k_activations(o.w->dtype) ? static_cast<const void*>(xk) : xq;
+        k.matmul[dtype_index(o.w->dtype)](o.w->data, cols, in, xa, n, o.y, rows, r0, r1);
       }
       offset += rows;
     }
@@ -75,7 +78,7 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   // ---- attention block: x += wo . attention(rope(wq . norm(x)), rope(wk . norm(x)), wv . norm(x))
   for (int t = 0; t < n; ++t) k_.rmsnorm(b.x + t * d, attn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
   const LinearOut qkv[] = {{&L.wq, a.q.data()}, {&L.wk, a.k.data()}, {&L.wv, a.v.data()}};
-  parallel_linear(pool_, k_, a.xb.data(), n, d, qkv, a.xq.data(), inline_macs_);
+  parallel_linear(pool_, k_, a.xb.data(), n, d, qkv, a.xq.data(), a.xk.data(), inline_macs_);
   add_bias(L.bq, a.q.data(), n, q_dim, k_);
   add_bias(L.bk, a.k.data(), n, kv_dim, k_);
   add_bias(L.bv, a.v.data(), n, kv_dim, k_);
@@ -83,16 +86,16 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   head_norm(L.k_norm, a.k.data(), n * cfg_.n_kv_heads, cfg_, k_);
   attention(b);
   const LinearOut o[] = {{&L.wo, a.proj.data()}};
-  parallel_linear(pool_, k_, a.att.data(), n, q_dim, o, a.xq.data(), inline_macs_);
+  parallel_linear(pool_, k_, a.att.data(), n, q_dim, o, a.xq.data(), a.xk.data(), inline_macs_);
   k_.add(b.x, a.proj.data(), n * d, b.x);
 
   // ---- feed-forward block: x += w_down . (silu(w_gate . norm(x)) * (w_up . norm(x)))
   for (int t = 0; t < n; ++t) k_.rmsnorm(b.x + t * d, ffn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
   const LinearOut gate_up[] = {{&L.w_gate, a.gate.data()}, {&L.w_up, a.up.data()}};
-  parallel_linear(pool_, k_, a.xb.data(), n, d, gate_up, a.xq.data(), inline_macs_);
+  parallel_linear(pool_, k_, a.xb.data(), n, d, gate_up, a.xq.data(), a.xk.data(), inline_macs_);
   k_.silu_mul(a.gate.data(), a.up.data(), n * d_ff, a.gate.data());
   const LinearOut down[] = {{&L.w_down, a.proj.data()}};
-  parallel_linear(pool_, k_, a.gate.data(), n, d_ff, down, a.xq.data(), inline_macs_);
+  parallel_linear(pool_, k_, a.gate.data(), n, d_ff, down, a.xq.data(), a.xk.data(), inline_macs_);
   k_.add(b.x, a.proj.data(), n * d, b.x);
 }
 

@@ -22,10 +22,10 @@ struct LinearOut {
 constexpr int64_t kDefaultInlineMacs = 128 * 1024;
 
 // Runs every LinearOut over the same input in one parallel_for across their concatenated rows (so
-// Q/K/V or gate/up wake the pool once). Quantises `in` into xq ([n][cols/32]) first when any weight
-// is block-quantised. Problems under inline_macs multiply-adds run inline on the caller.
+// Q/K/V or gate/up wake the pool once). Quantises `in` first into xq ([n][cols/32] QBlock8) when any
+// weight uses_q8_activations, and into xk ([n][cols/256] QBlockK) when any uses_q8k_activations. Problems under inline_macs multiply-adds run inline on the caller.
 void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const float* in, int n,
-                     int64_t cols, std::span<const LinearOut> outs, QBlock8* xq,
+                     int64_t cols, std::span<const LinearOut> outs, QBlock8* xq, QBlockK* xk,
                      int64_t inline_macs = kDefaultInlineMacs);
 
 class CpuExecutor final : public LayerExecutor {

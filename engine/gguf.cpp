@@ -100,7 +100,17 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
     case 0: return DType::kF32;
     case 1: return DType::kF16;
     case 2: return DType::kQ4_0;
+    case 3: return DType::kQ4_1;
+    case 6: return DType::kQ5_0;
+    case 7: return DType::kQ5_1;
     case 8: return DType::kQ8_0;
+    case 10: return DType::kQ2_K;
+    case 11: return DType::kQ3_K;
+    case 12: return DType::kQ4_K;
+    case 13: return DType::kQ5_K;
+    case 14: return DType::kQ6_K;
+    case 20: return DType::kIQ4_NL;
+    case 23: return DType::kIQ4_XS;
     case 30: return DType::kBF16;
     default: return std::nullopt;
   }
@@ -111,7 +121,17 @@ uint32_t ggml_type_of(DType t) {
     case DType::kF32: return 0;
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
+    case DType::kQ4_1: return 3;
+    case DType::kQ5_0: return 6;
+    case DType::kQ5_1: return 7;
     case DType::kQ8_0: return 8;
+    case DType::kQ2_K: return 10;
+    case DType::kQ3_K: return 11;
+    case DType::kQ4_K: return 12;
+    case DType::kQ5_K: return 13;
+    case DType::kQ6_K: return 14;
+    case DType::kIQ4_NL: return 20;
+    case DType::kIQ4_XS: return 23;
     case DType::kBF16: return 30;
   }
   return 0;
@@ -572,8 +592,9 @@ TensorView GgufFile::tensor_view(const GgufTensorInfo& info) const {
     throw Error(ErrorKind::kUnsupported,
                 "GGUF '" + path_ + "': tensor '" + info.name + "' has ggml type " +
                     ggml_type_name(info.ggml_type) + " (id " + std::to_string(info.ggml_type) +
-                    "), which anelm does not support (supported: f32, f16, bf16, q8_0, q4_0); "
-                    "re-quantize the model to one of those");
+                    "), which anelm does not support (supported: f32, f16, bf16, q8_0, q4_0, q4_1, "
+                    "q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs); re-quantize the "
+                    "model to one of those");
   }
   TensorView v;
   v.name = info.name;

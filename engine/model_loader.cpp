@@ -190,7 +190,7 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
                          shape_str(s.shape.data(), static_cast<int>(s.shape.size())));
       continue;
     }
-    if (s.role == Role::kVector && (v->dtype == DType::kQ8_0 || v->dtype == DType::kQ4_0)) {
+    if (s.role == Role::kVector && dtype_is_quantized(v->dtype)) {
       only_missing = false;
       problems.push_back("tensor '" + s.name + "' is " + dtype_name(v->dtype) +
                          "; norm and bias vectors must be f32, f16 or bf16");

@@ -25,7 +25,7 @@ void Transformer::logits(Activations& acts, const float* x, int n, float* out) {
   const auto* norm = static_cast<const float*>(w_.out_norm.data);
   for (int t = 0; t < n; ++t) k_.rmsnorm(x + t * d, norm, cfg_.rms_eps, d, acts.xb.data() + t * d);
   const LinearOut head[] = {{&w_.lm_head, out}};
-  parallel_linear(pool_, k_, acts.xb.data(), n, d, head, acts.xq.data(), inline_macs_);
+  parallel_linear(pool_, k_, acts.xb.data(), n, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
 }
 
 int Transformer::forward(std::span<const int> tokens, int pos, KvCache& kv, Activations& acts,

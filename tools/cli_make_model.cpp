@@ -40,7 +40,7 @@ int run_make_model(int argc, char** argv) {
   cxxopts::Options options("anelm make-model", "Write a randomly initialised but valid model");
   options.add_options()
       ("arch", "qwen2, qwen3 or llama", cxxopts::value<std::string>()->default_value("qwen2"))
-      ("shape", "tiny, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b or llama-3.2-tiny", cxxopts::value<std::string>()->default_value("tiny"))
+      ("shape", "tiny, tiny256, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b or llama-3.2-tiny", cxxopts::value<std::string>()->default_value("tiny"))
       ("dtype", "f32, f16, bf16 or q8_0 (q8_0: gguf only)", cxxopts::value<std::string>()->default_value("f16"))
       ("format", "gguf (a file) or hf (a directory)", cxxopts::value<std::string>()->default_value("gguf"))
       ("out", "output path", cxxopts::value<std::string>())

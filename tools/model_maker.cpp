@@ -47,6 +47,10 @@ ModelConfig shape_config(const MakeModelOptions& o) {
     c.n_layers = 2, c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16, c.d_ff = 128;
     c.max_ctx = 4096;
     c.tie_embeddings = o.arch != Arch::kLlama;  // llama: a separate output.weight, to cover both
+  } else if (o.shape == "tiny256") {  // every row a multiple of 256: K-quants apply to all matrices
+    c.n_layers = 2, c.d_model = 256, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.d_ff = 512;
+    c.max_ctx = 4096;
+    c.tie_embeddings = o.arch != Arch::kLlama;
   } else if (o.shape == "qwen2.5-0.5b") {
     c.n_layers = 24, c.d_model = 896, c.n_heads = 14, c.n_kv_heads = 2, c.head_dim = 64, c.d_ff = 4864;
     c.max_ctx = 32768;
@@ -61,7 +65,7 @@ ModelConfig shape_config(const MakeModelOptions& o) {
   } else {
     throw Error(ErrorKind::kInvalidArgument,
                 "unknown model shape '" + o.shape +
-                    "' (tiny | qwen2.5-0.5b | qwen3-0.6b | llama-3.2-1b | llama-3.2-tiny)");
+                    "' (tiny | tiny256 | qwen2.5-0.5b | qwen3-0.6b | llama-3.2-1b | llama-3.2-tiny)");
   }
   if (o.layers > 0) c.n_layers = o.layers;
   c.rope_dim = c.head_dim;

@@ -10,10 +10,10 @@
 namespace anelm::engine::kernels {
 
 // Y[i][r] = sum_c W[r][c] * X[i][c] for rows r in [r0, r1) and tokens i in [0, n).
-// W [rows][cols] row-major of the table slot's type; X [n][cols] f32 (float weights) or xq
-// [n][cols/32] QBlock8 (quantised weights: see uses_q8_activations); Y row stride ldy floats.
-// Threads call it on disjoint row ranges of the same Y.
-using MatmulFn = void (*)(const void* w, int64_t cols, const float* x, const QBlock8* xq, int n,
+// W [rows][cols] row-major of the table slot's type; X [n][cols] f32 (float weights) or xq, the
+// quantised activations: [n][cols/32] QBlock8 (uses_q8_activations) or [n][cols/256] QBlockK
+// (uses_q8k_activations); Y row stride ldy floats. Threads call it on disjoint row ranges of the same Y.
+using MatmulFn = void (*)(const void* w, int64_t cols, const float* x, const void* xq, int n,
                           float* __restrict y, int64_t ldy, int64_t r0, int64_t r1);
 
 // Attention of one query head over n_pos cached positions: k, v [n_pos][head_dim] of type kv
@@ -27,6 +27,8 @@ struct KernelTable {
   MatmulFn matmul[kNumDTypes] = {};  // indexed by dtype_index(weight type)
   // X [n] f32 -> n/32 QBlock8 (n % 32 == 0); bit-identical to ref::quantize_q8.
   void (*quantize_q8)(const float* x, int64_t n, QBlock8* __restrict out) = nullptr;
+  // X [n] f32 -> n/256 QBlockK (n % 256 == 0); bit-identical to ref::quantize_q8k.
+  void (*quantize_q8k)(const float* x, int64_t n, QBlockK* __restrict out) = nullptr;
   // out[cols] = W[row][:] as f32 (embedding lookup).
   void (*dequantize_row)(const void* w, DType t, int64_t row, int64_t cols,
                          float* __restrict out) = nullptr;

@@ -180,14 +180,14 @@ struct Q4_0Kernel {
 };
 
 template <class K>
-void matmul_impl(const void* w, int64_t cols, const float* xf, const QBlock8* xq, int n,
+void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, int n,
                  float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
   const typename K::X* x;
   if constexpr (std::is_same_v<typename K::X, float>) {
     x = xf;
     (void)xq;
   } else {
-    x = xq;
+    x = static_cast<const typename K::X*>(xq);
     (void)xf;
   }
   const int64_t xs = K::x_stride(cols);
@@ -327,6 +327,13 @@ void store_kv(const float* src, DType kv, int n, void* __restrict dst) {
   for (; i < n; ++i) d[i] = float_to_half(src[i]);
 }
 
+#include "engine/kernels/kernels_quant_simd-inl.h"
+
+template <class K>
+struct MatmulOf {
+  static constexpr MatmulFn fn = matmul_impl<K>;
+};
+
 }  // namespace
 }  // namespace avx2_impl
 
@@ -339,6 +346,7 @@ const KernelTable& avx2_kernel_table() {
     t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
     t.matmul[dtype_index(DType::kQ8_0)] = matmul_impl<Q8_0Kernel>;
     t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
+    fill_quant_simd<MatmulOf>(t);
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;

@@ -319,7 +319,9 @@ struct FloatKernel {
     float_block<W, R, 1>(r, cols, x, out, rb);
   }
 };
+struct PairQ8_0;
 struct Q8_0Kernel {
+  using PairDec = PairQ8_0;
   using X = QBlock8;
   using WType = void;
   static constexpr DType kType = DType::kQ8_0;
@@ -438,23 +440,32 @@ inline void pack_xpairs(const QBlock8* x, int64_t nb, int nt, XPair* __restrict 
   }
 }
 
+// Pair decoders for the packed-pair prefill: block pair p of a row as one zmm of signed int8 weights
+// and their two f16 scales spread over the matching lanes. Q8_0 here; Q5_0 in kernels_quant_avx512-inl.h.
+struct PairQ8_0 {
+  static constexpr DType kType = DType::kQ8_0;
+  static void pair(const void* row, int64_t p, __m512i& wq, __m512& dw) {
+    const BlockQ8_0* wb = static_cast<const BlockQ8_0*>(row) + 2 * p;
+    wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[0].qs))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[1].qs)), 1);
+    dw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(wb[0].d))),
+                                                 _mm_set1_epi16(static_cast<short>(wb[1].d)), 1));
+  }
+};
+
 // out[t] = row . token t for T tokens of packed pairs (np pairs per token).
-template <int T>
-inline void q8_0_pair_tile(const BlockQ8_0* w, int64_t np, const XPair* x, float* out) {
+template <class Dec, int T>
+inline void pair_tile(const void* w, int64_t np, const XPair* x, float* out) {
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t p = 0; p < np; ++p) {
-    const BlockQ8_0* wb = w + 2 * p;
-    const __m512i wq = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[0].qs))),
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[1].qs)), 1);
+    __m512i wq;
+    __m512 dw;
+    Dec::pair(w, p, wq, dw);
     const __m512i aw = _mm512_abs_epi8(wq);
     const __mmask64 neg = _mm512_movepi8_mask(wq);
-    const __m256i dh = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(wb[0].d))),
-                                               _mm_set1_epi16(static_cast<short>(wb[1].d)), 1);
-    const __m512 dw = _mm512_cvtph_ps(dh);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const XPair& xp = x[t * np + p];
@@ -467,27 +478,28 @@ inline void q8_0_pair_tile(const BlockQ8_0* w, int64_t np, const XPair* x, float
   for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// Y[i][r] for Q8_0 with even nb and cols within the stack budget.
-void q8_0_gemm_pairs(const void* w, int64_t cols, const QBlock8* x, int n, float* __restrict y,
-                     int64_t ldy, int64_t r0, int64_t r1) {
+// Y[i][r] for a pair-decodable type with even nb and cols within the stack budget.
+template <class Dec>
+void gemm_pairs(const void* w, int64_t cols, const QBlock8* x, int n, float* __restrict y,
+                int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t nb = cols / kQBlock, np = nb / 2;
-  const int64_t rb = dtype_row_bytes(DType::kQ8_0, cols);
+  const int64_t rb = dtype_row_bytes(Dec::kType, cols);
   XPair packed[kXPairTokens * kXPairMaxPairs];
   float out[kXPairTokens];
   for (int i0 = 0; i0 < n; i0 += kXPairTokens) {
     const int nt = n - i0 < kXPairTokens ? n - i0 : kXPairTokens;
     pack_xpairs(x + i0 * nb, nb, nt, packed);
     for (int64_t r = r0; r < r1; ++r) {
-      const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) + r * rb);
+      const void* row = static_cast<const uint8_t*>(w) + r * rb;
       switch (nt) {
-        case 8: q8_0_pair_tile<8>(row, np, packed, out); break;
-        case 7: q8_0_pair_tile<7>(row, np, packed, out); break;
-        case 6: q8_0_pair_tile<6>(row, np, packed, out); break;
-        case 5: q8_0_pair_tile<5>(row, np, packed, out); break;
-        case 4: q8_0_pair_tile<4>(row, np, packed, out); break;
-        case 3: q8_0_pair_tile<3>(row, np, packed, out); break;
-        case 2: q8_0_pair_tile<2>(row, np, packed, out); break;
-        default: q8_0_pair_tile<1>(row, np, packed, out); break;
+        case 8: pair_tile<Dec, 8>(row, np, packed, out); break;
+        case 7: pair_tile<Dec, 7>(row, np, packed, out); break;
+        case 6: pair_tile<Dec, 6>(row, np, packed, out); break;
+        case 5: pair_tile<Dec, 5>(row, np, packed, out); break;
+        case 4: pair_tile<Dec, 4>(row, np, packed, out); break;
+        case 3: pair_tile<Dec, 3>(row, np, packed, out); break;
+        case 2: pair_tile<Dec, 2>(row, np, packed, out); break;
+        default: pair_tile<Dec, 1>(row, np, packed, out); break;
       }
       for (int t = 0; t < nt; ++t) y[(i0 + t) * ldy + r] = out[t];
     }
@@ -500,14 +512,14 @@ constexpr int kQTile = 8;
 constexpr int kQTokenBlock = 16;
 
 template <class K>
-void matmul_impl(const void* w, int64_t cols, const float* xf, const QBlock8* xq, int n,
+void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, int n,
                  float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
   const typename K::X* x;
   if constexpr (std::is_same_v<typename K::X, float>) {
     x = xf;
     (void)xq;
   } else {
-    x = xq;
+    x = static_cast<const typename K::X*>(xq);
     (void)xf;
   }
   if (n == 1) {
@@ -517,10 +529,10 @@ void matmul_impl(const void* w, int64_t cols, const float* xf, const QBlock8* xq
   if constexpr (K::kFloat) {
     float_gemm<typename K::WType>(w, cols, x, n, y, ldy, r0, r1);
   } else {
-    if constexpr (K::kType == DType::kQ8_0) {
+    if constexpr (requires { typename K::PairDec; }) {  // Q8_0, Q5_0: packed-pair prefill
       const int64_t nb = cols / kQBlock;
       if (nb % 2 == 0 && nb / 2 <= kXPairMaxPairs) {
-        q8_0_gemm_pairs(w, cols, x, n, y, ldy, r0, r1);
+        gemm_pairs<typename K::PairDec>(w, cols, x, n, y, ldy, r0, r1);
         return;
       }
     }
@@ -679,6 +691,15 @@ void store_kv(const float* src, DType kv, int n, void* __restrict dst) {
   }
 }
 
+#define ANELM_QUANT_VNNI 1
+#include "engine/kernels/kernels_quant_simd-inl.h"
+#include "engine/kernels/kernels_quant_avx512-inl.h"
+
+template <class K>
+struct MatmulOf {
+  static constexpr MatmulFn fn = matmul_impl<K>;
+};
+
 }  // namespace
 }  // namespace avx512_impl
 
@@ -691,6 +712,10 @@ const KernelTable& avx512_kernel_table() {
     t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
     t.matmul[dtype_index(DType::kQ8_0)] = matmul_impl<Q8_0Kernel>;
     t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
+    fill_quant_simd<MatmulOf>(t);
+    t.matmul[dtype_index(DType::kQ5_0)] = matmul_impl<Q5_0Kernel512>;
+    t.matmul[dtype_index(DType::kQ4_K)] = matmul_impl<Q4_KKernel512>;
+    t.matmul[dtype_index(DType::kQ6_K)] = matmul_impl<Q6_KKernel512>;
     t.quantize_q8 = quantize_q8;
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;

@@ -1,6 +1,6 @@
 // Portable kernels written once and compiled into every ISA's file (the including TU's -m flags let the
 // compiler vectorise the plain loops). Include inside a per-ISA anonymous namespace, after <cmath>,
-// <cstdint>, fp16.h, quant.h and kernels.h: each TU gets its own internal copy (no ODR clash between
+// <cstdint>, <cstring>, <type_traits>, fp16.h, quantize.h and kernels.h: each TU gets its own internal copy (no ODR clash between
 // files built with different -m flags). No include guard on purpose.
 
 // ---- elementwise --------------------------------------------------------------------------------
@@ -148,7 +148,7 @@ inline float g_dot(const float* x, int64_t n, Load load) {
   return s;
 }
 
-void g_matmul_f32(const void* w, int64_t cols, const float* x, const QBlock8*, int n,
+void g_matmul_f32(const void* w, int64_t cols, const float* x, const void*, int n,
                   float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     const float* wr = static_cast<const float*>(w) + r * cols;
@@ -156,7 +156,7 @@ void g_matmul_f32(const void* w, int64_t cols, const float* x, const QBlock8*, i
   }
 }
 
-void g_matmul_f16(const void* w, int64_t cols, const float* x, const QBlock8*, int n,
+void g_matmul_f16(const void* w, int64_t cols, const float* x, const void*, int n,
                   float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     const uint16_t* wr = static_cast<const uint16_t*>(w) + r * cols;
@@ -166,7 +166,7 @@ void g_matmul_f16(const void* w, int64_t cols, const float* x, const QBlock8*, i
   }
 }
 
-void g_matmul_bf16(const void* w, int64_t cols, const float* x, const QBlock8*, int n,
+void g_matmul_bf16(const void* w, int64_t cols, const float* x, const void*, int n,
                    float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     const uint16_t* wr = static_cast<const uint16_t*>(w) + r * cols;
@@ -176,8 +176,9 @@ void g_matmul_bf16(const void* w, int64_t cols, const float* x, const QBlock8*, 
   }
 }
 
-void g_matmul_q8_0(const void* w, int64_t cols, const float*, const QBlock8* xq, int n,
+void g_matmul_q8_0(const void* w, int64_t cols, const float*, const void* xqv, int n,
                    float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
+  const auto* xq = static_cast<const QBlock8*>(xqv);
   const int64_t nb = cols / kQBlock;
   for (int64_t r = r0; r < r1; ++r) {
     const BlockQ8_0* wr = static_cast<const BlockQ8_0*>(w) + r * nb;
@@ -194,8 +195,9 @@ void g_matmul_q8_0(const void* w, int64_t cols, const float*, const QBlock8* xq,
   }
 }
 
-void g_matmul_q4_0(const void* w, int64_t cols, const float*, const QBlock8* xq, int n,
+void g_matmul_q4_0(const void* w, int64_t cols, const float*, const void* xqv, int n,
                    float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
+  const auto* xq = static_cast<const QBlock8*>(xqv);
   const int64_t nb = cols / kQBlock;
   for (int64_t r = r0; r < r1; ++r) {
     const BlockQ4_0* wr = static_cast<const BlockQ4_0*>(w) + r * nb;
@@ -215,6 +217,8 @@ void g_matmul_q4_0(const void* w, int64_t cols, const float*, const QBlock8* xq,
   }
 }
 
+#include "engine/kernels/kernels_quant_generic-inl.h"
+
 // Fills every slot with the portable versions; ISA files then override what they specialise.
 KernelTable g_table(Isa isa) {
   KernelTable t;
@@ -224,6 +228,7 @@ KernelTable g_table(Isa isa) {
   t.matmul[dtype_index(DType::kBF16)] = g_matmul_bf16;
   t.matmul[dtype_index(DType::kQ8_0)] = g_matmul_q8_0;
   t.matmul[dtype_index(DType::kQ4_0)] = g_matmul_q4_0;
+  g_fill_block_types(t);
   t.quantize_q8 = g_quantize_q8;
   t.dequantize_row = g_dequantize_row;
   t.rmsnorm = g_rmsnorm;

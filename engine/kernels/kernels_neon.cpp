@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"

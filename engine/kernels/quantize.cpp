@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/kernels/fp16.h"
+#include "engine/kernels/reference.h"
 
 namespace anelm::engine::kernels {
 
@@ -72,6 +73,11 @@ void row_to_f32(DType t, const void* src, float* dst, int64_t n) {
     }
     case DType::kQ8_0: dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n); return;
     case DType::kQ4_0: dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n); return;
+    default:
+      // Q4_1 .. IQ4_XS: the element decoder of the reference (used for embedding rows and load-time
+      // conversion only, never in a matmul).
+      ref::dequantize_row(src, t, 0, n, dst);
+      return;
   }
 }
 
@@ -90,6 +96,7 @@ void row_from_f32(const float* src, DType t, void* dst, int64_t n) {
     }
     case DType::kQ8_0: quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n); return;
     case DType::kQ4_0: quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n); return;
+    default: break;  // not a target (dtype_quantizable): callers check first
   }
 }
 

@@ -16,7 +16,12 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t k);
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t k);
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t k);
 
-// Any DType <-> f32 for `n` elements (a multiple of the block size for Q types).
+// True for the types row_from_f32 can write (F32, F16, BF16, Q8_0, Q4_0); the other block types are
+// read-only (loaded as stored, never produced by anelm).
+constexpr bool dtype_quantizable(DType t) { return dtype_index(t) <= dtype_index(DType::kQ4_0); }
+
+// Any DType -> f32, and f32 -> any dtype_quantizable type, for `n` elements (a multiple of the block
+// size for Q types).
 void row_to_f32(DType src_type, const void* src, float* dst, int64_t n);
 void row_from_f32(const float* src, DType dst_type, void* dst, int64_t n);
 

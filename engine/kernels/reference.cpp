@@ -8,6 +8,62 @@
 
 namespace anelm::engine::kernels::ref {
 
+namespace {
+
+// Element j (0..31) of a 32-element block whose nibbles are laid out as Q4_0.
+int nibble32(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4); }
+
+// Fifth bit of element j of a Q5_0 / Q5_1 block.
+int bit5(const uint8_t* qh, int j) { return (qh[j / 8] >> (j % 8)) & 1; }
+
+// Element c (0..255) of one super-block, decoded straight from the layout comments in dtype.h.
+float superblock_at(const uint8_t* blk, DType t, int c) {
+  const int h = c / 128, s = (c % 128) / 32, l = c % 32;  // Q2_K / Q3_K / Q6_K coordinates
+  const int j = c / 64, hi = (c % 64) >= 32, l32 = c % 32;  // Q4_K / Q5_K coordinates
+  switch (t) {
+    case DType::kQ2_K: {
+      const auto* b = reinterpret_cast<const BlockQ2_K*>(blk);
+      const int sc = b->scales[8 * h + 2 * s + l / 16];
+      const int q = (b->qs[32 * h + l] >> (2 * s)) & 3;
+      return half_to_float(b->d) * (sc & 0x0F) * q - half_to_float(b->dmin) * (sc >> 4);
+    }
+    case DType::kQ3_K: {
+      const auto* b = reinterpret_cast<const BlockQ3_K*>(blk);
+      const int q = (b->qs[32 * h + l] >> (2 * s)) & 3;
+      const int high = (b->hmask[l] >> (4 * h + s)) & 1;
+      return half_to_float(b->d) * k3_scale(b->scales, 8 * h + 2 * s + l / 16) * (q - (high ? 0 : 4));
+    }
+    case DType::kQ4_K:
+    case DType::kQ5_K: {
+      const bool five = t == DType::kQ5_K;
+      const auto* b4 = reinterpret_cast<const BlockQ4_K*>(blk);
+      const auto* b5 = reinterpret_cast<const BlockQ5_K*>(blk);
+      const uint8_t* qs = five ? b5->qs : b4->qs;
+      int sc = 0, mn = 0;
+      k4_scale_min(five ? b5->scales : b4->scales, 2 * j + hi, sc, mn);
+      int q = hi ? (qs[32 * j + l32] >> 4) : (qs[32 * j + l32] & 0x0F);
+      if (five) q |= ((b5->qh[l32] >> (2 * j + hi)) & 1) << 4;
+      return half_to_float(b4->d) * sc * q - half_to_float(b4->dmin) * mn;
+    }
+    case DType::kQ6_K: {
+      const auto* b = reinterpret_cast<const BlockQ6_K*>(blk);
+      const uint8_t lb = b->ql[64 * h + l + 32 * (s & 1)];
+      const int low = s < 2 ? (lb & 0x0F) : (lb >> 4);
+      const int high = (b->qh[32 * h + l] >> (2 * s)) & 3;
+      return half_to_float(b->d) * b->scales[8 * h + 2 * s + l / 16] * ((low | (high << 4)) - 32);
+    }
+    case DType::kIQ4_XS: {
+      const auto* b = reinterpret_cast<const BlockIQ4_XS*>(blk);
+      const int ib = c / 32;
+      const int ls = ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((b->scales_h >> (2 * ib)) & 3) << 4);
+      return half_to_float(b->d) * (ls - 32) * kIq4nlValues[nibble32(b->qs + 16 * ib, c % 32)];
+    }
+    default: return 0.0f;
+  }
+}
+
+}  // namespace
+
 float weight_at(const void* w, DType t, int64_t cols, int64_t r, int64_t c) {
   const auto* base = static_cast<const uint8_t*>(w) + r * dtype_row_bytes(t, cols);
   switch (t) {
@@ -24,6 +80,31 @@ float weight_at(const void* w, DType t, int64_t cols, int64_t r, int64_t c) {
       const int q = j < 16 ? (b->qs[j] & 0x0F) : (b->qs[j - 16] >> 4);
       return half_to_float(b->d) * static_cast<float>(q - 8);
     }
+    case DType::kQ4_1: {
+      const auto* b = reinterpret_cast<const BlockQ4_1*>(base) + c / kQBlock;
+      return half_to_float(b->d) * nibble32(b->qs, c % kQBlock) + half_to_float(b->m);
+    }
+    case DType::kQ5_0: {
+      const auto* b = reinterpret_cast<const BlockQ5_0*>(base) + c / kQBlock;
+      const int j = static_cast<int>(c % kQBlock);
+      return half_to_float(b->d) * ((nibble32(b->qs, j) | (bit5(b->qh, j) << 4)) - 16);
+    }
+    case DType::kQ5_1: {
+      const auto* b = reinterpret_cast<const BlockQ5_1*>(base) + c / kQBlock;
+      const int j = static_cast<int>(c % kQBlock);
+      return half_to_float(b->d) * (nibble32(b->qs, j) | (bit5(b->qh, j) << 4)) + half_to_float(b->m);
+    }
+    case DType::kIQ4_NL: {
+      const auto* b = reinterpret_cast<const BlockIQ4_NL*>(base) + c / kQBlock;
+      return half_to_float(b->d) * kIq4nlValues[nibble32(b->qs, c % kQBlock)];
+    }
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS:
+      return superblock_at(base + c / kQKBlock * dtype_block_bytes(t), t, static_cast<int>(c % kQKBlock));
   }
   return 0.0f;
 }
@@ -65,6 +146,39 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
 
 void dequantize_q8(const QBlock8* q, int64_t n, float* __restrict out) {
   for (int64_t i = 0; i < n; ++i) out[i] = q[i / kQBlock].d * q[i / kQBlock].qs[i % kQBlock];
+}
+
+void quantize_q8k(const float* x, int64_t n, QBlockK* __restrict out) {
+  for (int64_t b = 0; b < n / kQKBlock; ++b) {
+    const float* xb = x + b * kQKBlock;
+    float amax = 0.0f, max = 0.0f;  // max keeps the sign of the first largest-magnitude value
+    for (int i = 0; i < kQKBlock; ++i) {
+      if (std::fabs(xb[i]) > amax) {
+        amax = std::fabs(xb[i]);
+        max = xb[i];
+      }
+    }
+    QBlockK& o = out[b];
+    if (amax == 0.0f) {
+      o = QBlockK{};
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    for (int i = 0; i < kQKBlock; ++i) {
+      const int q = static_cast<int>(std::nearbyint(iscale * xb[i]));  // ties to even
+      o.qs[i] = static_cast<int8_t>(q < 127 ? q : 127);
+    }
+    for (int g = 0; g < kQKBlock / 16; ++g) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += o.qs[16 * g + i];
+      o.bsums[g] = static_cast<int16_t>(sum);
+    }
+    o.d = 1.0f / iscale;
+  }
+}
+
+void dequantize_q8k(const QBlockK* q, int64_t n, float* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = q[i / kQKBlock].d * q[i / kQKBlock].qs[i % kQKBlock];
 }
 
 void rmsnorm(const float* x, const float* w, float eps, int n, float* out) {

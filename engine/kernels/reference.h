@@ -22,6 +22,10 @@ void matmul(const void* w, DType t, int64_t rows, int64_t cols, const float* x, 
 void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out);
 void dequantize_q8(const QBlock8* q, int64_t n, float* __restrict out);
 
+// Q8_K activation quantisation (n % 256 == 0), as llama.cpp's quantize_row_q8_K_ref: see QBlockK.
+void quantize_q8k(const float* x, int64_t n, QBlockK* __restrict out);
+void dequantize_q8k(const QBlockK* q, int64_t n, float* __restrict out);
+
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
 void rmsnorm(const float* x, const float* w, float eps, int n, float* out);
 

@@ -244,17 +244,53 @@ TEST(GgufReader, UnknownGgmlTypeNamedAtOpen) {
 }
 
 TEST(GgufReader, KnownButUnsupportedTypeNamedAtView) {
-  RawGguf g = one_tensor(12, {256, 2});  // q4_K: 144 bytes per 256
-  g.data_bytes = 288;
+  RawGguf g = one_tensor(16, {256, 2});  // iq2_xxs: 66 bytes per 256
+  g.data_bytes = 132;
   fs::path dir = make_temp_dir("gguf");
-  write_file(dir / "q4k.gguf", g.bytes());
-  auto f = GgufFile::open((dir / "q4k.gguf").string());
+  write_file(dir / "iq2.gguf", g.bytes());
+  auto f = GgufFile::open((dir / "iq2.gguf").string());
   try {
     f->tensor_view(f->tensors()[0]);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    expect_msg(e, {"tensor 'w'", "q4_K", "id 12"});
+    expect_msg(e, {(dir / "iq2.gguf").string().c_str(), "tensor 'w'", "iq2_xxs", "id 16"});
+  }
+}
+
+// The block types beyond Q8_0/Q4_0 open as their stored type with GGUF's sizes; rows that are not
+// whole blocks and data past the end are named with file, tensor, type and value.
+TEST(GgufReader, BlockTypesOpenAndAreChecked) {
+  struct Case {
+    uint32_t id;
+    DType dtype;
+    int64_t row, row_bytes;
+    const char* name;
+  };
+  const Case cases[] = {{3, DType::kQ4_1, 32, 20, "q4_1"},     {6, DType::kQ5_0, 32, 22, "q5_0"},
+                        {7, DType::kQ5_1, 32, 24, "q5_1"},     {20, DType::kIQ4_NL, 32, 18, "iq4_nl"},
+                        {10, DType::kQ2_K, 256, 84, "q2_K"},   {11, DType::kQ3_K, 256, 110, "q3_K"},
+                        {12, DType::kQ4_K, 256, 144, "q4_K"},  {13, DType::kQ5_K, 256, 176, "q5_K"},
+                        {14, DType::kQ6_K, 256, 210, "q6_K"},  {23, DType::kIQ4_XS, 256, 136, "iq4_xs"}};
+  fs::path dir = make_temp_dir("gguf");
+  for (const Case& c : cases) {
+    RawGguf g = one_tensor(c.id, {2 * c.row, 3});
+    g.data_bytes = static_cast<uint64_t>(6 * c.row_bytes);
+    write_file(dir / "ok.gguf", g.bytes());
+    auto f = GgufFile::open((dir / "ok.gguf").string());
+    TensorView v = f->tensor_view(f->tensors()[0]);
+    EXPECT_EQ(v.dtype, c.dtype) << c.name;
+    EXPECT_EQ(v.nbytes, 6 * c.row_bytes) << c.name;
+    EXPECT_EQ(dtype_row_bytes(c.dtype, 2 * c.row), 2 * c.row_bytes) << c.name;
+
+    RawGguf ragged = one_tensor(c.id, {c.row + 16, 3});  // a row of one block and a half
+    ragged.data_bytes = static_cast<uint64_t>(6 * c.row_bytes);
+    expect_msg(open_error(ragged.bytes()), {"tensor 'w'", c.name, std::to_string(c.row + 16).c_str(),
+                                            std::to_string(c.row).c_str()});
+
+    RawGguf cut = one_tensor(c.id, {2 * c.row, 3});
+    cut.data_bytes = static_cast<uint64_t>(6 * c.row_bytes - 1);
+    expect_msg(open_error(cut.bytes()), {"tensor 'w'", ("+" + std::to_string(6 * c.row_bytes)).c_str(), "past the end"});
   }
 }
 

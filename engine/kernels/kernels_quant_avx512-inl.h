@@ -1,0 +1,188 @@
+// AVX-512 decode (GEMV) kernels for block types whose 256-bit tiles (kernels_quant_simd-inl.h) leave
+// bandwidth unused: R rows share each activation load, two blocks per zmm, rows R ahead prefetched
+// (the q4_0_rows2 pattern). Included by kernels_avx512.cpp after kernels_quant_simd-inl.h.
+
+// Q5_0 rows . one Q8 activation row: (nibble | bit << 4) as u8 times x, -16 * sum(x) in the
+// accumulator's first lane of each block; the fifth bits of both blocks come as one byte mask.
+template <int R>
+inline void q5_0_rows2(const void* const* rows, int64_t cols, const QBlock8* x, float* out, int64_t row_bytes) {
+  const int64_t nb = cols / kQBlock;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bit5 = _mm512_set1_epi8(0x10);
+  __m512 acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(qs_load(x[b].qs)), qs_load(x[b + 1].qs), 1);
+    const __m512 dx = _mm512_insertf32x8(_mm512_set1_ps(x[b].d), _mm256_set1_ps(x[b + 1].d), 1);
+    const __m512i init = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, -16 * x[b + 1].sum, 0, 0, 0, 0, 0, 0, 0, -16 * x[b].sum);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const BlockQ5_0* w = static_cast<const BlockQ5_0*>(rows[r]) + b;
+      _mm_prefetch(reinterpret_cast<const char*>(w) + kPrefetchAhead * R * row_bytes, _MM_HINT_T0);
+      const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[0].qs));
+      const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[1].qs));
+      const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(raw0, raw0)), _mm256_set_m128i(raw1, raw1), 1);
+      uint32_t h0, h1;
+      std::memcpy(&h0, w[0].qh, 4);
+      std::memcpy(&h1, w[1].qh, 4);
+      const __mmask64 hm = static_cast<__mmask64>(h0) | (static_cast<__mmask64>(h1) << 32);
+      // 128-bit lanes 1 and 3 take the high nibbles; the fifth bits OR in as 0x10.
+      const __m512i wq = _mm512_or_si512(_mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), low4),
+                                         _mm512_maskz_mov_epi8(hm, bit5));
+      const __m512i dot = _mm512_dpbusd_epi32(init, wq, xq);
+      const __m256i dh = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(w[0].d))),
+                                                 _mm_set1_epi16(static_cast<short>(w[1].d)), 1);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(_mm512_cvtph_ps(dh), dx), acc[r]);
+    }
+  }
+  float tail[R] = {};
+  if (b < nb) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) q5_0_tile<1>(static_cast<const BlockQ5_0*>(rows[r]) + b, kQBlock, x + b, tail + r);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(acc[r]) + tail[r];
+}
+
+// Q5_0 block pair as signed weights (q - 16) for the packed-pair prefill (gemm_pairs).
+struct PairQ5_0 {
+  static constexpr DType kType = DType::kQ5_0;
+  static void pair(const void* row, int64_t p, __m512i& wq, __m512& dw) {
+    const BlockQ5_0* w = static_cast<const BlockQ5_0*>(row) + 2 * p;
+    const __m128i raw0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[0].qs));
+    const __m128i raw1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[1].qs));
+    const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(raw0, raw0)), _mm256_set_m128i(raw1, raw1), 1);
+    uint32_t h0, h1;
+    std::memcpy(&h0, w[0].qh, 4);
+    std::memcpy(&h1, w[1].qh, 4);
+    const __mmask64 hm = static_cast<__mmask64>(h0) | (static_cast<__mmask64>(h1) << 32);
+    const __m512i q = _mm512_or_si512(_mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0F)),
+                                      _mm512_maskz_mov_epi8(hm, _mm512_set1_epi8(0x10)));
+    wq = _mm512_sub_epi8(q, _mm512_set1_epi8(16));
+    dw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(w[0].d))),
+                                                 _mm_set1_epi16(static_cast<short>(w[1].d)), 1));
+  }
+};
+
+struct Q5_0Kernel512 : Q5_0Kernel {
+  using PairDec = PairQ5_0;
+  template <int R>
+  static void rows(const void* const* r, int64_t cols, const QBlock8* x, float* out, int64_t rb) {
+    q5_0_rows2<R>(r, cols, x, out, rb);
+  }
+};
+
+// Two 32-byte halves as one zmm.
+inline __m512i qz_pair(const void* lo, const void* hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(qs_load(lo)), qs_load(hi), 1);
+}
+
+// 32 int16 lanes from the int16 lanes a, b, c, d of v16 (8 lanes each, in that order).
+inline __m512i qz_spread4(__m512i v16, int a, int b, int c, int d) {
+  auto s = [](int i) { return _mm_set1_epi16(static_cast<short>(i)); };
+  const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(s(b), s(a))), _mm256_set_m128i(s(d), s(c)), 1);
+  return _mm512_permutexvar_epi16(idx, v16);
+}
+inline __m512i qz_spread2(__m512i v16, int a, int b) { return qz_spread4(v16, a, a, b, b); }
+
+// u8 * s8 dot with int16 per-pair scales (u <= 63: maddubs pairs stay in int16), as int32.
+inline __m512i qz_dot_scaled(__m512i u, __m512i s, __m512i sc16) {
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), sc16);
+}
+
+// Q4_K rows . one QBlockK row: the activation super-block is repacked once into the nibble order
+// of two zmm of weights (low nibbles: sub-blocks 0, 2 | 4, 6; high: 1, 3 | 5, 7) and shared by R rows.
+template <int R>
+inline void q4_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, float* out, int64_t row_bytes) {
+  const int64_t nb = cols / kQKBlock;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const QBlockK& xb = x[b];
+    const __m512i xa = qz_pair(xb.qs, xb.qs + 64), xbb = qz_pair(xb.qs + 32, xb.qs + 96);
+    const __m512i xc = qz_pair(xb.qs + 128, xb.qs + 192), xd = qz_pair(xb.qs + 160, xb.qs + 224);
+    // bsums of the 8 sub-blocks of 32 as int16 (|sum| <= 32 * 127).
+    const __m256i pairs32 = _mm256_madd_epi16(qs_load(xb.bsums), _mm256_set1_epi16(1));
+    const __m128i bpairs = _mm_packs_epi32(_mm256_castsi256_si128(pairs32), _mm256_extracti128_si256(pairs32, 1));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const BlockQ4_K& w = static_cast<const BlockQ4_K*>(rows[r])[b];
+      _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes + 64, _MM_HINT_T0);
+      const __m256i sm16 = _mm256_cvtepu8_epi16(qs_k4_scales_mins(w.scales));  // 8 scales, 8 mins
+      const __m512i sc16 = _mm512_castsi256_si512(sm16);
+      const __m512i z0 = _mm512_loadu_si512(w.qs), z1 = _mm512_loadu_si512(w.qs + 64);
+      __m512i sumi = qz_dot_scaled(_mm512_and_si512(z0, low4), xa, qz_spread2(sc16, 0, 2));
+      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(_mm512_and_si512(_mm512_srli_epi16(z0, 4), low4), xbb, qz_spread2(sc16, 1, 3)));
+      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(_mm512_and_si512(z1, low4), xc, qz_spread2(sc16, 4, 6)));
+      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(_mm512_and_si512(_mm512_srli_epi16(z1, 4), low4), xd, qz_spread2(sc16, 5, 7)));
+      const __m128i mins = _mm_madd_epi16(bpairs, _mm256_extracti128_si256(sm16, 1));  // sum_j m_j * pair_j
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(w.d) * xb.d), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi128_si512(mins)), _mm512_set1_ps(_cvtsh_ss(w.dmin) * xb.d), acc[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+// Q6_K rows . one QBlockK row: zmm s (0..3) holds elements 32s.. of both 128-halves; the -32 offset
+// is folded in exactly through bsums (32 * sum_j sc_j * bsums_j in int32).
+template <int R>
+inline void q6_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, float* out, int64_t row_bytes) {
+  const int64_t nb = cols / kQKBlock;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  __m512 acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const QBlockK& xb = x[b];
+    __m512i xs[4];
+    for (int s = 0; s < 4; ++s) xs[s] = qz_pair(xb.qs + 32 * s, xb.qs + 128 + 32 * s);
+    const __m256i bsums = qs_load(xb.bsums);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const BlockQ6_K& w = static_cast<const BlockQ6_K*>(rows[r])[b];
+      const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes;
+      _mm_prefetch(next, _MM_HINT_T0);
+      _mm_prefetch(next + 64, _MM_HINT_T0);
+      _mm_prefetch(next + 128, _MM_HINT_T0);
+      _mm_prefetch(next + 192, _MM_HINT_T0);
+      const __m512i l0 = qz_pair(w.ql, w.ql + 64), l1 = qz_pair(w.ql + 32, w.ql + 96);
+      const __m512i hb = _mm512_loadu_si512(w.qh);
+      const __m256i sc16y = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+      const __m512i sc16 = _mm512_castsi256_si512(sc16y);
+      // Scales of the 16-element quarters of zmm s: sub-blocks 2s, 2s + 1 (first half), 8 + 2s, 9 + 2s.
+      auto scales = [&](int s) { return qz_spread4(sc16, 2 * s, 2 * s + 1, 8 + 2 * s, 9 + 2 * s); };
+      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(l0, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
+      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(l1, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
+      const __m512i q2 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), _mm512_and_si512(hb, bits45));
+      const __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
+                                         _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
+      __m512i sumi = qz_dot_scaled(q0, xs[0], scales(0));
+      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(q1, xs[1], scales(1)));
+      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(q2, xs[2], scales(2)));
+      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(q3, xs[3], scales(3)));
+      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16y), 5);  // 32 * sc_j * bsums_j
+      sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(w.d) * xb.d), acc[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+struct Q4_KKernel512 : Q4_KKernel {
+  template <int R>
+  static void rows(const void* const* r, int64_t cols, const QBlockK* x, float* out, int64_t rb) {
+    q4_K_rows<R>(r, cols, x, out, rb);
+  }
+};
+struct Q6_KKernel512 : Q6_KKernel {
+  template <int R>
+  static void rows(const void* const* r, int64_t cols, const QBlockK* x, float* out, int64_t rb) {
+    q6_K_rows<R>(r, cols, x, out, rb);
+  }
+};
