@@ -69,11 +69,14 @@ bool is_within(const fs::path& p, const fs::path& dir) {
 // '..' whose target, after symlinks, lies inside that directory or, for a HuggingFace cache
 // snapshot (<repo>/snapshots/<commit>/, files symlinked to ../../blobs/), inside <repo>/blobs/.
 fs::path confined_shard(const fs::path& index, const std::string& file, const std::string& tensor) {
+  const bool odd_chars = std::any_of(file.begin(), file.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  if (file.empty() || odd_chars || file.size() > 4096) {  // not echoed: control characters, or too long
+    throw Error(ErrorKind::kFormat, "safetensors index '" + index.string() + "' names a shard for tensor '" +
+                                        tensor + "' that is not a plain file name");
+  }
   const std::string where = "safetensors index '" + index.string() + "' names shard '" + file +
                             "' (for tensor '" + tensor + "')";
-  const bool odd_chars = std::any_of(file.begin(), file.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
   const fs::path rel(file);
-  if (file.empty() || odd_chars) throw Error(ErrorKind::kFormat, where + ", which is not a file name");
   if (rel.is_absolute() || rel.has_root_path()) {
     throw Error(ErrorKind::kFormat, where + ": an absolute path; shards must be inside the model directory");
   }

@@ -282,7 +282,8 @@ TEST(ModelLoader, OversizedKvCacheIsAClearError) {
   fs::path dir = make_temp_dir("loader");
   EngineOptions opts;
   opts.model_path = write_tiny_gguf(dir).string();
-  opts.ctx = 2147483647;
+  opts.ctx = 2147483647;  // 2 layers x 2 kv heads x 16 x f32 x K and V: 1 TiB
+  opts.kv_type = DType::kF32;
   opts.threads = 1;
   try {
     Engine::load(opts);

@@ -237,6 +237,8 @@ TEST(Safetensors, ShardPathsAreConfinedToTheModelDirectory) {
   EXPECT_NE(index_error("/etc/passwd").find("absolute path"), std::string::npos);
   EXPECT_NE(index_error("../outside.safetensors").find("'..'"), std::string::npos);
   EXPECT_NE(index_error("sub/../../secret.txt").find("'..'"), std::string::npos);
+  EXPECT_NE(index_error("a\\u001b[2Jb").find("not a plain file name"), std::string::npos);
+  EXPECT_NE(index_error("").find("not a plain file name"), std::string::npos);
   fs::create_symlink(root / "outside.safetensors", dir / "link.safetensors");
   EXPECT_NE(index_error("link.safetensors").find("outside the model directory"), std::string::npos);
   fs::create_symlink(root, dir / "up");
