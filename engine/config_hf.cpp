@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/json_depth.h"
 
 namespace anelm::engine {
 
@@ -26,14 +27,33 @@ std::string read_text(const fs::path& p) {
   return os.str();
 }
 
+// A JSON value in an error message, cut to a few dozen characters.
+std::string brief(const json& v) {
+  std::string s = v.dump();
+  return s.size() <= 64 ? s : s.substr(0, 60) + " ...";
+}
+
 json parse_json(const std::string& text, const std::string& source) {
+  // nlohmann::json dumps, copies and compares recursively: bound the nesting before parsing.
+  check_json_depth(text, source, "the JSON");
   try {
     json j = json::parse(text);
     if (!j.is_object()) throw Error(ErrorKind::kFormat, "'" + source + "': expected a JSON object");
     return j;
   } catch (const json::exception& e) {
-    throw Error(ErrorKind::kFormat, "'" + source + "': invalid JSON: " + e.what());
+    std::string msg = e.what();  // without the bytes it quotes ("; last read: '...'")
+    if (size_t at = msg.find("; last read"); at != std::string::npos) msg.resize(at);
+    throw Error(ErrorKind::kFormat, "'" + source + "': invalid JSON: " + msg);
   }
+}
+
+bool get_bool(const json& j, const char* key, const std::string& source, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be a bool, got " + brief(*it));
+  }
+  return it->get<bool>();
 }
 
 int get_int(const json& j, const char* key, const std::string& source, std::optional<int> fallback) {
@@ -43,7 +63,10 @@ int get_int(const json& j, const char* key, const std::string& source, std::opti
     throw Error(ErrorKind::kNotFound, "'" + source + "': required field '" + key + "' is missing");
   }
   if (!it->is_number_integer()) {
-    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be an integer, got " + it->dump());
+    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be an integer, got " + brief(*it));
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' = " + it->dump() + " is out of range");
   }
   int64_t v = it->get<int64_t>();
   if (v < INT32_MIN || v > INT32_MAX) {
@@ -56,7 +79,7 @@ float get_float(const json& j, const char* key, const std::string& source, float
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number()) {
-    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be a number, got " + it->dump());
+    throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be a number, got " + brief(*it));
   }
   return it->get<float>();
 }
@@ -67,8 +90,12 @@ std::vector<int> get_id_list(const json& j, const char* key, const std::string& 
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return out;
   auto add = [&](const json& v) {
-    if (!v.is_number_integer()) {
-      throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' must be an integer or a list of integers, got " + it->dump());
+    const bool in_range = v.is_number_integer() &&
+                          (v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)
+                                                  : v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX);
+    if (!in_range) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key +
+                                          "' must be an int32 or a list of int32s, got " + brief(*it));
     }
     int id = v.get<int>();
     if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
@@ -88,10 +115,15 @@ namespace {
 // transformers' _compute_llama3_parameters as per-pair divisors of the frequency (llama.cpp's
 // rope_freqs): long wavelengths slowed by `factor`, short ones kept, a smooth blend between.
 std::vector<float> llama3_rope_factors(const json& rs, const ModelConfig& c, const std::string& source) {
-  const std::string type = rs.is_object() ? rs.value("rope_type", rs.value("type", std::string())) : "";
+  std::string type;
+  if (rs.is_object()) {
+    auto t = rs.find("rope_type");
+    if (t == rs.end()) t = rs.find("type");
+    if (t != rs.end() && t->is_string()) type = t->get<std::string>();
+  }
   if (type == "default") return {};
   if (type != "llama3") {
-    throw Error(ErrorKind::kUnsupported, "'" + source + "': rope_scaling " + rs.dump().substr(0, 200) +
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': rope_scaling " + brief(rs) +
                                              " is not supported (supported: rope_type llama3)");
   }
   auto num = [&](const char* key, double fallback) {
@@ -103,16 +135,11 @@ std::vector<float> llama3_rope_factors(const json& rs, const ModelConfig& c, con
   };
   const double factor = num("factor", 8), low = num("low_freq_factor", 1), high = num("high_freq_factor", 4);
   const double old_ctx = num("original_max_position_embeddings", 8192);
+  // An out-of-range head_dim is reported by validate(); do not size a table from it here.
+  if (c.rope_dim <= 0 || c.rope_dim > ModelLimits::kMaxDim) return {};
   if (!(high > low)) throw Error(ErrorKind::kFormat, "'" + source + "': rope_scaling needs high_freq_factor > low_freq_factor");
   return llama3_rope_freq_factors(c.rope_theta, c.rope_dim, factor, low, high, old_ctx);
 }
-
-}  // namespace
-
-namespace {
-
-// transformers' _compute_llama3_parameters as per-pair divisors of the frequency (llama.cpp's
-// rope_freqs): long wavelengths slowed by `factor`, short ones kept, a smooth blend between.
 
 }  // namespace
 
@@ -131,11 +158,11 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
     c.qkv_bias = true;
   } else if (arch == "Qwen3ForCausalLM" || arch == "qwen3") {
     c.arch = Arch::kQwen3;
-    c.qkv_bias = j.value("attention_bias", false);
+    c.qkv_bias = get_bool(j, "attention_bias", source, false);
     c.qk_norm = true;
   } else if (arch == "LlamaForCausalLM" || arch == "llama") {
     c.arch = Arch::kLlama;
-    c.qkv_bias = j.value("attention_bias", false);
+    c.qkv_bias = get_bool(j, "attention_bias", source, false);
   } else {
     throw Error(ErrorKind::kUnsupported, "'" + source + "': architecture '" + arch +
                                              "' is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -131,7 +132,15 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& opts, const LoadProgre
     throw Error(ErrorKind::kInvalidArgument,
                 std::string("kv_type must be f16 or f32, got ") + dtype_name(opts.kv_type));
   }
-  return std::make_unique<LocalEngine>(opts, progress);
+  try {
+    return std::make_unique<LocalEngine>(opts, progress);
+  } catch (const std::bad_alloc&) {
+    // Anything the loader, the transformer or the generator allocates (the KV cache reports itself).
+    throw Error(ErrorKind::kResourceExhausted,
+                "not enough memory to load '" + opts.model_path + "'" +
+                    (opts.ctx > 0 ? " with --ctx " + std::to_string(opts.ctx) : std::string()) +
+                    (opts.weights ? std::string(" and --weights ") + dtype_name(*opts.weights) : std::string()));
+  }
 }
 
 }  // namespace anelm::engine

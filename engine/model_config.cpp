@@ -53,14 +53,28 @@ struct Problems {
 
 void ModelConfig::validate(const std::string& source) const {
   Problems p;
-  if (n_layers <= 0) p.add("n_layers", n_layers, "must be > 0");
-  if (d_model <= 0) p.add("d_model", d_model, "must be > 0");
-  if (n_heads <= 0) p.add("n_heads", n_heads, "must be > 0");
-  if (n_kv_heads <= 0) p.add("n_kv_heads", n_kv_heads, "must be > 0");
-  if (head_dim <= 0) p.add("head_dim", head_dim, "must be > 0");
-  if (d_ff <= 0) p.add("d_ff", d_ff, "must be > 0");
-  if (vocab_size <= 0) p.add("vocab_size", vocab_size, "must be > 0");
-  if (max_ctx <= 0) p.add("max_ctx", max_ctx, "must be > 0");
+  using L = ModelLimits;
+  // Every count in 1..max; products below are formed in int64 and checked against the same bounds,
+  // so q_dim() and kv_dim() (int) cannot overflow once this passed.
+  auto in_range = [&](const char* field, int value, int max) {
+    if (value <= 0) p.add(field, value, "must be > 0");
+    else if (value > max) p.add(field, value, "must be <= " + std::to_string(max));
+  };
+  in_range("n_layers", n_layers, L::kMaxLayers);
+  in_range("d_model", d_model, L::kMaxDim);
+  in_range("n_heads", n_heads, L::kMaxHeads);
+  in_range("n_kv_heads", n_kv_heads, L::kMaxHeads);
+  in_range("head_dim", head_dim, L::kMaxDim);
+  in_range("d_ff", d_ff, L::kMaxDim);
+  in_range("vocab_size", vocab_size, L::kMaxVocab);
+  in_range("max_ctx", max_ctx, L::kMaxCtx);
+  const int64_t q = static_cast<int64_t>(n_heads) * head_dim, kv = static_cast<int64_t>(n_kv_heads) * head_dim;
+  const bool head_dim_ok = head_dim > 0 && head_dim <= L::kMaxDim;  // else reported once above
+  if (n_heads > 0 && head_dim_ok && q > L::kMaxDim) {
+    p.add("head_dim", head_dim, "n_heads * head_dim = " + std::to_string(q) + " must be <= " + std::to_string(L::kMaxDim));
+  } else if (n_kv_heads > 0 && head_dim_ok && kv > L::kMaxDim) {
+    p.add("head_dim", head_dim, "n_kv_heads * head_dim = " + std::to_string(kv) + " must be <= " + std::to_string(L::kMaxDim));
+  }
   if (n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads != 0) {
     p.add("n_heads", n_heads, "must be a multiple of n_kv_heads = " + std::to_string(n_kv_heads));
   }
@@ -69,8 +83,8 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (head_dim > 0 && head_dim % 2 != 0) p.add("head_dim", head_dim, "must be even for RoPE");
   // Llama and Qwen2 checkpoints always split d_model evenly across the query heads.
-  if (n_heads > 0 && head_dim > 0 && d_model > 0 && head_dim * n_heads != d_model) {
-    p.add("head_dim", head_dim, "head_dim * n_heads = " + std::to_string(head_dim * n_heads) +
+  if (n_heads > 0 && head_dim > 0 && d_model > 0 && q != d_model) {
+    p.add("head_dim", head_dim, "head_dim * n_heads = " + std::to_string(q) +
                                     " must equal d_model = " + std::to_string(d_model));
   }
   if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0) {

@@ -18,6 +18,16 @@ const char* arch_name(Arch a);
 std::vector<float> llama3_rope_freq_factors(double theta, int rope_dim, double factor, double low_freq_factor,
                                             double high_freq_factor, double old_ctx);
 
+// Upper bounds validate() enforces, far above any real checkpoint, so that every size derived from a
+// config (q_dim, kv_dim, tensor bytes, KV cache and activation buffers) is computed without overflow.
+struct ModelLimits {
+  static constexpr int kMaxLayers = 4096;
+  static constexpr int kMaxHeads = 65536;       // n_heads, n_kv_heads
+  static constexpr int kMaxDim = 1 << 20;       // d_model, d_ff, head_dim, q_dim, kv_dim, rope_dim
+  static constexpr int kMaxVocab = 1 << 24;
+  static constexpr int kMaxCtx = 1 << 30;       // max_ctx (trained context; a run may use less)
+};
+
 struct ModelConfig {
   Arch arch = Arch::kLlama;
   std::string name;            // human-readable model name (general.name or directory name)

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/json_depth.h"
 #include "engine/mapped_file.h"
 
 namespace anelm::engine {
@@ -32,12 +33,69 @@ std::string shape_string(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
+// nlohmann's parse errors quote the bytes last read ("; last read: '...'"): cut them, so that an
+// error (which /health serves) never shows a file's contents.
+std::string json_error_text(const json::exception& e) {
+  std::string msg = e.what();
+  if (size_t at = msg.find("; last read"); at != std::string::npos) msg.resize(at);
+  return msg;
+}
+
+// A JSON value in an error message, cut to a few dozen characters.
+std::string brief(const json& v) {
+  std::string s = v.dump();
+  return s.size() <= 64 ? s : s.substr(0, 60) + " ...";
+}
+
 json parse_json_or_throw(const std::string& text, const std::string& file, const char* what) {
+  // nlohmann::json parses iteratively but dumps, copies and compares recursively: bound the depth first.
+  if (json_nesting_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+    format_error(file, std::string(what) + " nests deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels of arrays/objects");
+  }
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    format_error(file, std::string("invalid JSON in ") + what + ": " + e.what());
+    format_error(file, std::string("invalid JSON in ") + what + ": " + json_error_text(e));
   }
+}
+
+bool is_within(const fs::path& p, const fs::path& dir) {
+  const fs::path rel = p.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
+}
+
+// The shard a weight_map entry names, confined to the index's directory: a relative path without
+// '..' whose target, after symlinks, lies inside that directory or, for a HuggingFace cache
+// snapshot (<repo>/snapshots/<commit>/, files symlinked to ../../blobs/), inside <repo>/blobs/.
+fs::path confined_shard(const fs::path& index, const std::string& file, const std::string& tensor) {
+  const bool odd_chars = std::any_of(file.begin(), file.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  if (file.empty() || odd_chars || file.size() > 4096) {  // not echoed: control characters, or too long
+    throw Error(ErrorKind::kFormat, "safetensors index '" + index.string() + "' names a shard for tensor '" +
+                                        tensor + "' that is not a plain file name");
+  }
+  const std::string where = "safetensors index '" + index.string() + "' names shard '" + file +
+                            "' (for tensor '" + tensor + "')";
+  const fs::path rel(file);
+  if (rel.is_absolute() || rel.has_root_path()) {
+    throw Error(ErrorKind::kFormat, where + ": an absolute path; shards must be inside the model directory");
+  }
+  for (const fs::path& part : rel) {
+    if (part == "..") throw Error(ErrorKind::kFormat, where + ": '..' may not leave the model directory");
+  }
+  const fs::path dir = index.parent_path().empty() ? fs::path(".") : index.parent_path();
+  const fs::path shard = dir / rel;
+  std::error_code ec;
+  if (!fs::exists(shard, ec)) throw Error(ErrorKind::kNotFound, where + ", which does not exist");
+  const fs::path real_dir = fs::canonical(dir, ec);
+  const fs::path real_shard = ec ? fs::path() : fs::canonical(shard, ec);
+  if (ec) throw Error(ErrorKind::kIo, where + ", which cannot be resolved: " + ec.message());
+  bool inside = is_within(real_shard, real_dir);
+  if (!inside && real_dir.parent_path().filename() == "snapshots") {
+    inside = is_within(real_shard, real_dir.parent_path().parent_path() / "blobs");
+  }
+  if (!inside) throw Error(ErrorKind::kFormat, where + ", a link that leads outside the model directory");
+  return shard;
 }
 
 }  // namespace
@@ -93,12 +151,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
       by_file[file.get<std::string>()].push_back(name);
     }
     for (const auto& [file, names] : by_file) {
-      fs::path shard = index.parent_path() / file;
-      if (!fs::exists(shard)) {
-        throw Error(ErrorKind::kNotFound, "safetensors index '" + index.string() + "' names shard '" +
-                                              file + "' (for tensor '" + names[0] + "'), which does not exist");
-      }
-      st->add_file(shard.string(), &names);
+      st->add_file(confined_shard(index, file, names[0]).string(), &names);
     }
   }
   for (const auto& [name, e] : st->entries_) st->names_.push_back(name);
@@ -134,7 +187,7 @@ void SafetensorsFile::add_file(const std::string& path, const std::vector<std::s
     if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("shape") ||
         !v["shape"].is_array() || !v.contains("data_offsets") || !v["data_offsets"].is_array()) {
       format_error(path, tn + " needs string \"dtype\", array \"shape\" and array \"data_offsets\", got " +
-                             v.dump());
+                             brief(v));
     }
     SafetensorsEntry e;
     e.name = name;
@@ -142,18 +195,18 @@ void SafetensorsFile::add_file(const std::string& path, const std::vector<std::s
     e.dtype = v["dtype"].get<std::string>();
     int64_t numel = 1;
     for (const json& d : v["shape"]) {
-      if (!d.is_number_unsigned()) format_error(path, tn + " has a bad shape " + v["shape"].dump());
+      if (!d.is_number_unsigned()) format_error(path, tn + " has a bad shape " + brief(v["shape"]));
       uint64_t n = d.get<uint64_t>();
       if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
           (n > 0 && numel > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(n))) {
-        format_error(path, tn + " shape " + v["shape"].dump() + " overflows int64");
+        format_error(path, tn + " shape " + brief(v["shape"]) + " overflows int64");
       }
       e.shape.push_back(static_cast<int64_t>(n));
       numel *= static_cast<int64_t>(n);
     }
     const json& off = v["data_offsets"];
     if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
-      format_error(path, tn + " data_offsets must be two non-negative integers, got " + off.dump());
+      format_error(path, tn + " data_offsets must be two non-negative integers, got " + brief(off));
     }
     uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end) {

@@ -371,7 +371,8 @@ class Interpreter {
         frame.emplace_back(p.name, std::move(v));
       }
       for (const auto& [k, v] : kwargs) {
-        const bool known = std::any_of(def->params.begin(), def->params.end(), [&](const MacroParam& p) { return p.name == k; });
+        const std::string& key = k;  // clang < 16 cannot capture a structured binding
+        const bool known = std::any_of(def->params.begin(), def->params.end(), [&](const MacroParam& p) { return p.name == key; });
         if (!known) fail(c, "TypeError", "macro '" + def->name + "' takes no keyword argument '" + k + "'");
       }
       // A macro sees the template's top-level names and its parameters, not the caller's locals.

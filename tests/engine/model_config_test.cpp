@@ -64,6 +64,63 @@ TEST(ModelConfig, HeadDimMustSplitDModel) {
   EXPECT_NE(m.find("rope_theta = 0"), std::string::npos);
 }
 
+// Sizes from a hostile file: products used to wrap in int (q_dim()) and counts were unbounded.
+TEST(ModelConfig, SizesAreBoundedWithoutOverflow) {
+  ModelConfig c = good();
+  c.head_dim = 1073741832;  // 4 * 1073741832 wraps to 32 in int
+  c.rope_dim = 16;
+  c.d_model = 32;
+  std::string m = validate_msg(c);
+  EXPECT_NE(m.find("head_dim = 1073741832"), std::string::npos) << m;
+  EXPECT_NE(m.find("head_dim * n_heads = 4294967328 must equal d_model = 32"), std::string::npos) << m;
+  c = good();
+  c.head_dim = 65536;  // in range alone, but 4 x 65536 x 64 heads is not
+  c.n_heads = 64;
+  c.n_kv_heads = 64;
+  m = validate_msg(c);
+  EXPECT_NE(m.find("n_heads * head_dim = 4194304 must be <= 1048576"), std::string::npos) << m;
+  c = good();
+  c.n_layers = 2147483647;
+  c.vocab_size = 1 << 30;
+  c.n_kv_heads = 1 << 20;
+  c.n_heads = 1 << 20;
+  m = validate_msg(c);
+  for (const char* p : {"n_layers = 2147483647 (must be <= 4096)", "vocab_size = 1073741824", "n_heads = 1048576",
+                        "n_kv_heads = 1048576"}) {
+    EXPECT_NE(m.find(p), std::string::npos) << p << " not in: " << m;
+  }
+  c = good();
+  c.d_ff = ModelLimits::kMaxDim + 1;
+  EXPECT_NE(validate_msg(c).find("d_ff = 1048577"), std::string::npos);
+}
+
+TEST(ConfigHf, HostileValuesAreFormatErrors) {
+  auto msg = [](const std::string& text) -> std::string {
+    try {
+      config_from_hf_json(text, "config.json").validate("config.json");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string base = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100)";
+  // Mistyped fields used to escape as nlohmann::json::type_error.
+  EXPECT_NE(msg(base + R"(, "attention_bias": 1})").find("'attention_bias' must be a bool"), std::string::npos);
+  EXPECT_NE(msg(base + R"(, "rope_scaling": {"rope_type": 3}})").find("rope_scaling"), std::string::npos);
+  EXPECT_NE(msg(base + R"(, "eos_token_id": 99999999999})").find("'eos_token_id' must be an int32"), std::string::npos);
+  EXPECT_NE(msg(base + R"(, "head_dim": 18446744073709551615})").find("'head_dim'"), std::string::npos);
+  // A huge head_dim with llama3 rope scaling must not size a table before validation rejects it.
+  EXPECT_NE(msg(base + R"(, "head_dim": 2147483646, "rope_scaling": {"rope_type": "llama3"}})").find("head_dim = 2147483646"),
+            std::string::npos);
+  std::string deep = base + R"(, "x": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(msg(deep).find("nests deeper than 64"), std::string::npos);
+  // Parse errors name the position, not the bytes read.
+  std::string bad = msg(R"({"hidden_size": secret-token-value})");
+  EXPECT_NE(bad.find("invalid JSON"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find("secret"), std::string::npos) << bad;
+}
+
 TEST(ModelConfig, ArchNames) {
   EXPECT_STREQ(arch_name(Arch::kLlama), "llama");
   EXPECT_STREQ(arch_name(Arch::kQwen2), "qwen2");

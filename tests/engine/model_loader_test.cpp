@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/engine.h"
 #include "engine/error.h"
+#include "engine/kv_cache.h"
 #include "tools/model_info.h"
 #include "engine/model_loader.h"
 #include "engine/kernels/quantize.h"
@@ -232,6 +234,64 @@ TEST(ModelLoader, InvalidConfigListsEveryProblem) {
   Error e = load_error(dir / "cfg.gguf");
   EXPECT_EQ(e.kind(), ErrorKind::kFormat);
   expect_all(e, {"n_layers = 0", "n_heads = 6", "rms_eps = -1", "vocab_size = 0", "cfg.gguf"});
+}
+
+// Hostile GGUF sizes: key_length overflowed q_dim() and passed validation; block_count 2^31-1 ended
+// in a bare std::bad_alloc. Both are now format errors naming field and value.
+TEST(ModelLoader, HostileSizesAreNamed) {
+  fs::path dir = make_temp_dir("loader");
+  auto gguf = [&](const std::string& key, uint32_t value) {
+    RawGguf g;
+    g.kv = {{"general.architecture", kv_str("llama")}, {"llama.block_count", kv_u32(2)},
+            {"llama.embedding_length", kv_u32(32)}, {"llama.feed_forward_length", kv_u32(128)},
+            {"llama.attention.head_count", kv_u32(4)}, {"llama.vocab_size", kv_u32(100)},
+            {"llama.attention.layer_norm_rms_epsilon", kv_f32(1e-5f)}};
+    for (auto& [k, v] : g.kv) {
+      if (k == key) v = kv_u32(value);
+    }
+    if (key == "llama.attention.key_length") g.kv.push_back({key, kv_u32(value)});
+    write_file(dir / "h.gguf", g.bytes());
+    return load_error(dir / "h.gguf");
+  };
+  Error e = gguf("llama.attention.key_length", 1073741832);
+  EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+  expect_all(e, {"h.gguf", "head_dim = 1073741832 (must be <= 1048576)", "head_dim * n_heads = 4294967328"});
+  e = gguf("llama.block_count", 2147483647);
+  EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+  expect_all(e, {"n_layers = 2147483647", "must be <= 4096"});
+}
+
+// A KV cache larger than the machine is a clear error, not std::bad_alloc (or an OOM kill later).
+TEST(ModelLoader, OversizedKvCacheIsAClearError) {
+  ModelConfig c;
+  c.n_layers = 64, c.n_kv_heads = 64, c.head_dim = 1024;
+  try {
+    KvCache kv(c, 1 << 20, DType::kF32);  // 2 x 2^44 bytes
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
+    expect_all(e, {"not enough memory for the KV cache: 35184372088832 bytes for --ctx 1048576"});
+  }
+  c.n_layers = 1 << 30, c.n_kv_heads = 1 << 30;
+  try {
+    KvCache kv(c, 1 << 30, DType::kF32);
+    FAIL();
+  } catch (const Error& e) {
+    expect_all(e, {"more than 2^63 bytes for --ctx 1073741824"});
+  }
+  fs::path dir = make_temp_dir("loader");
+  EngineOptions opts;
+  opts.model_path = write_tiny_gguf(dir).string();
+  opts.ctx = 2147483647;  // 2 layers x 2 kv heads x 16 x f32 x K and V: 1 TiB
+  opts.kv_type = DType::kF32;
+  opts.threads = 1;
+  try {
+    Engine::load(opts);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
+    expect_all(e, {"not enough memory for the KV cache", "--ctx 2147483647"});
+  }
 }
 
 TEST(ModelLoader, UnsupportedArchitectureNamed) {

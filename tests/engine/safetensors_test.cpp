@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/error.h"
+#include "engine/json_depth.h"
 #include "engine/safetensors.h"
 #include "tests/engine/loader_fixtures.h"
 #include "tests/support/shared_data.h"
@@ -105,6 +106,35 @@ TEST(Safetensors, BadJson) {
              {"tensor 'a'", "two non-negative integers"});
 }
 
+TEST(JsonDepth, ScanSkipsStringsAndStopsEarly) {
+  EXPECT_EQ(json_nesting_depth("{}"), 1);
+  EXPECT_EQ(json_nesting_depth(R"({"a": [1, {"b": "[[[[\"[[["}]})"), 3);
+  EXPECT_EQ(json_nesting_depth("[[[]]] [[]]"), 3);
+  EXPECT_EQ(json_nesting_depth("]]]][[", 64), 2);
+  EXPECT_EQ(json_nesting_depth(std::string(100000, '['), 64), 65);
+  EXPECT_EQ(json_nesting_depth(std::string(64, '[') + std::string(64, ']'), 64), 64);
+}
+
+// A 1 MB header whose __metadata__ nests 100k levels used to overflow the stack (SIGSEGV) in
+// nlohmann::json's recursive dump.
+TEST(Safetensors, DeeplyNestedHeaderIsRefused) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  Error e = open_error(st_bytes(R"({"__metadata__": {"a": )" + deep + "}}", 0));
+  EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+  expect_all(e, {"the header nests deeper than 64 levels"});
+  // 64 levels are still fine.
+  fs::path dir = make_temp_dir("st");
+  write_file(dir / "model.safetensors",
+             st_bytes(R"({"__metadata__": {"a": )" + std::string(62, '[') + std::string(62, ']') + "}}", 0));
+  EXPECT_EQ(SafetensorsFile::open(dir.string())->metadata().size(), 1u);
+}
+
+TEST(Safetensors, ParseErrorsQuoteNoFileBytes) {
+  Error e = open_error(st_bytes("{\"a\": secret-bytes-here}", 0));
+  expect_all(e, {"invalid JSON in the header"});
+  EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+}
+
 TEST(Safetensors, BadOffsets) {
   expect_all(open_error(st_bytes(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", 8)),
              {"tensor 'a'", "[8, 0]", "inverted"});
@@ -175,6 +205,63 @@ TEST(Safetensors, ShardedIndex) {
   } catch (const Error& e) {
     expect_all(e, {"index.json", "invalid JSON"});
   }
+}
+
+// The index may only name shards inside the model directory: no absolute paths, no '..', no symlink
+// leading out (except a HuggingFace cache snapshot's links into its repository's blobs/).
+TEST(Safetensors, ShardPathsAreConfinedToTheModelDirectory) {
+  fs::path root = make_temp_dir("st-confine");
+  fs::path dir = root / "model";
+  fs::create_directories(dir);
+  auto write_shard = [](const fs::path& p) {
+    SafetensorsWriter w(p.string(), {{"t0", DType::kF32, {2}}});
+    float x[2] = {1, 2};
+    w.append_data(x, 8);
+    w.finish();
+  };
+  write_shard(root / "outside.safetensors");
+  write_file(root / "secret.txt", "root:x:0:0:secret-line\n");
+  auto index_error = [&](const std::string& shard) {
+    write_file(dir / "model.safetensors.index.json", R"({"weight_map": {"t0": ")" + shard + R"("}})");
+    try {
+      SafetensorsFile::open(dir.string());
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find("secret-line"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("root:x"), std::string::npos) << e.what();
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "no error for shard " << shard;
+    return std::string();
+  };
+  EXPECT_NE(index_error((root / "secret.txt").string()).find("absolute path"), std::string::npos);
+  EXPECT_NE(index_error("/etc/passwd").find("absolute path"), std::string::npos);
+  EXPECT_NE(index_error("../outside.safetensors").find("'..'"), std::string::npos);
+  EXPECT_NE(index_error("sub/../../secret.txt").find("'..'"), std::string::npos);
+  EXPECT_NE(index_error("a\\u001b[2Jb").find("not a plain file name"), std::string::npos);
+  EXPECT_NE(index_error("").find("not a plain file name"), std::string::npos);
+  fs::create_symlink(root / "outside.safetensors", dir / "link.safetensors");
+  EXPECT_NE(index_error("link.safetensors").find("outside the model directory"), std::string::npos);
+  fs::create_symlink(root, dir / "up");
+  EXPECT_NE(index_error("up/secret.txt").find("outside the model directory"), std::string::npos);
+
+  // Inside the directory (also through a subfolder or a link that stays inside): fine.
+  fs::create_directories(dir / "shards");
+  write_shard(dir / "shards" / "a.safetensors");
+  fs::create_symlink(dir / "shards" / "a.safetensors", dir / "inner.safetensors");
+  for (const char* ok : {"shards/a.safetensors", "inner.safetensors"}) {
+    write_file(dir / "model.safetensors.index.json", std::string(R"({"weight_map": {"t0": ")") + ok + R"("}})");
+    EXPECT_EQ(SafetensorsFile::open(dir.string())->names().size(), 1u) << ok;
+  }
+
+  // huggingface_hub's cache: snapshots/<commit>/<file> -> ../../blobs/<hash>.
+  fs::path repo = root / "models--org--name";
+  fs::create_directories(repo / "blobs");
+  fs::create_directories(repo / "snapshots" / "abc123");
+  write_shard(repo / "blobs" / "0123abcd");
+  fs::create_symlink("../../blobs/0123abcd", repo / "snapshots" / "abc123" / "model-00001-of-00001.safetensors");
+  write_file(repo / "snapshots" / "abc123" / "model.safetensors.index.json",
+             R"({"weight_map": {"t0": "model-00001-of-00001.safetensors"}})");
+  EXPECT_EQ(SafetensorsFile::open((repo / "snapshots" / "abc123").string())->names().size(), 1u);
 }
 
 TEST(Safetensors, MissingAndEmptyFiles) {
