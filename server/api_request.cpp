@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/json_depth.h"
 #include "server/api_error.h"
 
 namespace anelm::server {
@@ -22,7 +23,13 @@ constexpr int kMaxChoices = 16;
 constexpr size_t kMaxTools = 128;
 constexpr size_t kMaxGrammarBytes = 64 * 1024;
 
+constexpr int kMaxRequestDepth = 128;  // tool schemas nest a few dozen levels at most
+
 json parse_object(std::string_view body) {
+  // nlohmann's parser, copies and dumps recurse once per level: a deeply nested body (a few MB of
+  // '[') would overflow the stack, so the depth is bounded before parsing.
+  if (engine::json_nesting_depth(body, kMaxRequestDepth) > kMaxRequestDepth)
+    throw invalid_field("", "request body nests deeper than " + std::to_string(kMaxRequestDepth) + " levels");
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw invalid_field("", "request body is not valid JSON (or not UTF-8)");
   if (!j.is_object()) throw invalid_field("", "request body must be a JSON object");

@@ -52,6 +52,23 @@ TEST(ApiRequest, CompletionDefaultsAndFields) {
   EXPECT_FLOAT_EQ(r.gen.sampling.repetition_penalty, 1.1f);
 }
 
+TEST(ApiRequest, DeeplyNestedBodiesAreRefusedBeforeParsing) {
+  // 2M levels would overflow the stack in a recursive parser or copy: refused by a flat scan.
+  const size_t d = 2'000'000;
+  const std::string body = R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" +
+                           std::string(d, '[') + std::string(d, ']') + "}}";
+  try {
+    parse_chat_request(body);
+    FAIL() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("nests deeper"), std::string::npos) << e.what();
+  }
+  const std::string ok = R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" +
+                         std::string(50, '[') + std::string(50, ']') + "}}";
+  EXPECT_NO_THROW(parse_chat_request(ok));
+}
+
 TEST(ApiRequest, StopAsStringAndSingleStringArrayPrompt) {
   auto r = parse_completion_request(R"({"prompt":["only one"],"stop":"\n"})");
   EXPECT_EQ(r.prompt_text, "only one");
