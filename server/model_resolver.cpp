@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/json_depth.h"
 #include "server/downloader.h"
 
 namespace anelm::server {
@@ -120,20 +121,19 @@ void write_atomically(const fs::path& p, const std::string& text) {
 // Shard file names from a safetensors index; they come from the network, so each must be a plain
 // file name (no '/', no "..") before it is used in a path.
 std::vector<std::string> shard_names(const fs::path& index) {
-  nlohmann::json j;
-  try {
-    std::ifstream in(index);
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(ErrorKind::kFormat, index.string() + " is not valid JSON: " + e.what());
-  }
+  std::ifstream in(index, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  engine::check_json_depth(text.str(), index.string(), "the shard index");
+  // Errors name the file, never its bytes (they may reach /health).
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw Error(ErrorKind::kFormat, index.string() + " is not valid JSON");
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw Error(ErrorKind::kFormat, index.string() + " has no \"weight_map\" object");
   std::set<std::string> names;
   for (const auto& [tensor, file] : j["weight_map"].items()) {
     if (!file.is_string() || !is_safe_component(file.get<std::string>()))
-      throw Error(ErrorKind::kFormat, index.string() + ": tensor \"" + tensor +
-                                          "\" maps to an invalid shard file name " + file.dump());
+      throw Error(ErrorKind::kFormat, index.string() + ": a tensor maps to an invalid shard file name");
     names.insert(file.get<std::string>());
   }
   if (names.empty()) throw Error(ErrorKind::kFormat, index.string() + " lists no shards");
