@@ -1,6 +1,8 @@
 // Strict HTTP/1.1 request parsing with limits, and response heads (RFC 9110 / 9112).
 #include "server/http_wire.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -158,8 +160,12 @@ WireError parse_head(std::string_view head, const WireLimits& limits, RequestHea
   }
   if (has_length && h.content_length > limits.max_body_bytes)
     return err(413, "request body too large (limit " + std::to_string(limits.max_body_bytes) + " bytes)");
-  if (auto it = h.headers.find("content-encoding"); it != h.headers.end() && lower(it->second) != "identity")
-    return err(415, "Content-Encoding is not supported (send the body uncompressed)");
+  if (auto it = h.headers.find("content-encoding"); it != h.headers.end()) {
+    const std::string enc = lower(it->second);
+    if (enc == "gzip" || enc == "x-gzip" || enc == "deflate") h.compressed = true;
+    else if (enc != "identity")
+      return err(415, "Content-Encoding '" + enc.substr(0, 32) + "' is not supported (gzip, deflate or identity)");
+  }
 
   std::string connection;
   if (auto it = h.headers.find("connection"); it != h.headers.end()) connection = lower(it->second);
@@ -172,7 +178,56 @@ WireError parse_head(std::string_view head, const WireLimits& limits, RequestHea
   return {};
 }
 
+// zlib's stream, inflating gzip or zlib data (windowBits 15 + 32 detects the header).
+struct Inflater {
+  z_stream zs{};
+  bool ok = false, ended = false;
+  Inflater() { ok = inflateInit2(&zs, 15 + 32) == Z_OK; }
+  ~Inflater() {
+    if (ok) inflateEnd(&zs);
+  }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+};
+
+BodyDecoder::BodyDecoder() = default;
+BodyDecoder::~BodyDecoder() = default;
+BodyDecoder::BodyDecoder(BodyDecoder&&) noexcept = default;
+BodyDecoder& BodyDecoder::operator=(BodyDecoder&&) noexcept = default;
+
+bool BodyDecoder::emit(std::string_view data, std::string* body) {
+  const std::string too_large = "request body too large (limit " + std::to_string(max_) + " bytes)";
+  raw_bytes_ += data.size();
+  if (raw_bytes_ > max_) return fail(413, too_large), false;
+  if (!inflater_) {
+    if (body->size() + data.size() > max_) return fail(413, too_large), false;
+    body->append(data.data(), data.size());
+    return true;
+  }
+  Inflater& f = *inflater_;
+  if (!f.ok) return fail(500, "cannot start zlib"), false;
+  if (f.ended) return data.empty() || (fail(400, "data after the end of the compressed body"), false);
+  f.zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  f.zs.avail_in = static_cast<uInt>(data.size());
+  char out[16384];
+  // The limit applies to the inflated bytes as they come out, so a small bomb stops at max_.
+  while (f.zs.avail_in > 0 && !f.ended) {
+    f.zs.next_out = reinterpret_cast<Bytef*>(out);
+    f.zs.avail_out = sizeof out;
+    const int rc = inflate(&f.zs, Z_NO_FLUSH);
+    const size_t produced = sizeof out - f.zs.avail_out;
+    if (body->size() + produced > max_) return fail(413, too_large + " once decompressed"), false;
+    body->append(out, produced);
+    if (rc == Z_STREAM_END) f.ended = true;
+    else if (rc != Z_OK && rc != Z_BUF_ERROR) return fail(400, "the compressed body is corrupt"), false;
+    else if (produced == 0 && f.zs.avail_in > 0 && rc == Z_BUF_ERROR) return fail(400, "the compressed body is corrupt"), false;
+  }
+  if (f.ended && f.zs.avail_in > 0) return fail(400, "data after the end of the compressed body"), false;
+  return true;
+}
+
 BodyDecoder::BodyDecoder(const RequestHead& head, size_t max_body_bytes) : max_(max_body_bytes) {
+  if (head.compressed) inflater_ = std::make_unique<Inflater>();
   if (head.chunked) {
     state_ = State::kChunkSize;
   } else if (head.content_length > 0) {
@@ -195,8 +250,7 @@ size_t BodyDecoder::feed(std::string_view in, std::string* body) {
       case State::kLength:
       case State::kChunkData: {
         const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, rest.size()));
-        if (body->size() + n > max_) return fail(413, "request body too large (limit " + std::to_string(max_) + " bytes)");
-        body->append(rest.data(), n);
+        if (!emit(rest.substr(0, n), body)) return 0;
         used += n;
         remaining_ -= n;
         if (remaining_ == 0) state_ = state_ == State::kLength ? State::kDone : State::kChunkDataEnd;
@@ -234,7 +288,7 @@ size_t BodyDecoder::feed(std::string_view in, std::string* body) {
             if (d < 0) return fail(400, "invalid chunk size");
             size = size * 16 + static_cast<uint64_t>(d);
           }
-          if (body->size() + size > max_)
+          if (raw_bytes_ + size > max_)
             return fail(413, "request body too large (limit " + std::to_string(max_) + " bytes)");
           remaining_ = size;
           state_ = size == 0 ? State::kTrailer : State::kChunkData;
@@ -246,6 +300,8 @@ size_t BodyDecoder::feed(std::string_view in, std::string* body) {
         break;
     }
   }
+  if (state_ == State::kDone && !error_ && inflater_ && raw_bytes_ > 0 && !inflater_->ended)
+    fail(400, "the compressed body is truncated");
   return used;
 }
 

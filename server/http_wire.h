@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,7 @@ struct RequestHead {
   uint64_t content_length = 0;
   bool keep_alive = true;  // what the client asked for (version + Connection)
   bool expect_continue = false;
+  bool compressed = false;  // Content-Encoding gzip or deflate: the body is inflated under the limit
 };
 
 // Result of looking for a complete head at the start of `buf`.
@@ -54,10 +56,15 @@ HeadScan scan_head(std::string_view buf, const WireLimits& limits);
 WireError parse_head(std::string_view head, const WireLimits& limits, RequestHead* out);
 
 // Decodes a request body as its bytes arrive; enforces the decoded-size limit at every step.
+struct Inflater;  // zlib stream state (http_wire.cpp)
+
 class BodyDecoder {
  public:
-  BodyDecoder() = default;
+  BodyDecoder();
   BodyDecoder(const RequestHead& head, size_t max_body_bytes);
+  ~BodyDecoder();
+  BodyDecoder(BodyDecoder&&) noexcept;
+  BodyDecoder& operator=(BodyDecoder&&) noexcept;
 
   // Consumes bytes from `in` (as many as belong to this body), appending decoded data to `body`.
   // Returns the bytes consumed; check error() and done() afterwards.
@@ -68,12 +75,16 @@ class BodyDecoder {
  private:
   enum class State { kLength, kChunkSize, kChunkData, kChunkDataEnd, kTrailer, kDone };
   size_t fail(int status, std::string message);
+  // Transfer-decoded bytes -> the body (inflated when compressed); false once a limit is broken.
+  bool emit(std::string_view data, std::string* body);
 
   State state_ = State::kDone;
   uint64_t remaining_ = 0;  // bytes of the current Content-Length body or chunk
   size_t max_ = 0;
   std::string line_;        // a partial chunk-size or trailer line
   size_t trailer_bytes_ = 0;
+  size_t raw_bytes_ = 0;    // transfer-decoded bytes received (compressed size when compressed)
+  std::unique_ptr<Inflater> inflater_;
   WireError error_;
 };
 
