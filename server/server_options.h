@@ -59,7 +59,7 @@ void apply_config_json(ServerOptions& opts, const std::string& json_text, const 
 void validate_options(const ServerOptions& opts);
 
 // True when `host` (a name or an address, "[::1]" too) resolves, and every address it resolves to
-// is a loopback address (127.0.0.0/8, ::1, ::ffff:127.x). An unresolvable host is not loopback.
+// is a loopback address (127.0.0.0/8, ::1, IPv4-mapped 127.x). An unresolvable host is not loopback.
 bool is_loopback_host(const std::string& host);
 
 // cxxopts names a bad value but not its flag ("Argument 'abc' failed to parse"): the message again

@@ -40,16 +40,7 @@ std::vector<uint8_t> encode(const std::vector<float>& m, DType t, int64_t rows, 
   return out;
 }
 
-const char* type_name(DType t) {
-  switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kQ8_0: return "q8_0";
-    case DType::kQ4_0: return "q4_0";
-  }
-  return "?";
-}
+const char* type_name(DType t) { return dtype_name(t); }
 
 struct Compare {
   float max_diff = 0;
