@@ -28,7 +28,7 @@ build_anelm() {
   local launcher=()
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
   if [ ! -f "$ANELM_BUILD/CMakeCache.txt" ]; then
-    log "first build: configuring, then compiling (about 3 minutes on 2 cores; later builds are incremental)"
+    log "first build: configuring, then compiling (about 6 minutes on 2 cores with the tests; later builds are incremental)"
   fi
   log "configuring ($ANELM_BUILD)"
   cmake -S "$ANELM_ROOT" -B "$ANELM_BUILD" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
