@@ -53,17 +53,25 @@ inline __m128i qs_k4_scales_mins(const uint8_t* s12) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
 }
 
-// Q4_K row . T tokens: value = d * sc * q - dmin * m, q a nibble; mins via the activations' bsums.
-template <int T>
-inline void q4_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
+// Byte mask of the bytes of v that have bit `bit` set, as `val` there and 0 elsewhere.
+inline __m256i qs_bit_to(__m256i v, int bit, int val) {
+  const __m256i b = _mm256_set1_epi8(static_cast<char>(1 << bit));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, b), b), _mm256_set1_epi8(static_cast<char>(val)));
+}
+
+// Q4_K / Q5_K row . T tokens: value = d * sc * q - dmin * m, q a nibble (Q5_K: plus a fifth bit,
+// bit 2j / 2j + 1 of qh[l] for sub-blocks 2j / 2j + 1); the mins via the activations' bsums.
+template <int T, class Block>
+inline void q45_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   const int64_t nb = cols / kQKBlock;
-  const auto* w = static_cast<const BlockQ4_K*>(row);
+  const auto* w = static_cast<const Block*>(row);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   float mins[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps(), mins[t] = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_K& wb = w[b];
+    const Block& wb = w[b];
     int sc[8], mn[8];
     alignas(32) int16_t mn16[16];
     for (int j = 0; j < 8; ++j) {
@@ -72,10 +80,16 @@ inline void q4_K_tile(const void* row, int64_t cols, const QBlockK* x, float* ou
     }
     const __m256i mins16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(mn16));
     __m256i q[8];
+    __m256i hb = _mm256_setzero_si256();
+    if constexpr (kFifthBit) hb = qs_load(wb.qh);
     for (int j = 0; j < 4; ++j) {
       const __m256i raw = qs_load(wb.qs + 32 * j);
       q[2 * j] = _mm256_and_si256(raw, low4);
       q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      if constexpr (kFifthBit) {
+        q[2 * j] = _mm256_or_si256(q[2 * j], qs_bit_to(hb, 2 * j, 0x10));
+        q[2 * j + 1] = _mm256_or_si256(q[2 * j + 1], qs_bit_to(hb, 2 * j + 1, 0x10));
+      }
     }
     const float d = _cvtsh_ss(wb.d), dmin = _cvtsh_ss(wb.dmin);
     for (int t = 0; t < T; ++t) {
@@ -88,6 +102,10 @@ inline void q4_K_tile(const void* row, int64_t cols, const QBlockK* x, float* ou
   }
   for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]) - mins[t];
 }
+template <int T>
+inline void q4_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) { q45_K_tile<T, BlockQ4_K>(row, cols, x, out); }
+template <int T>
+inline void q5_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) { q45_K_tile<T, BlockQ5_K>(row, cols, x, out); }
 
 // Q6_K row . T tokens: value = d * sc * (q - 32), q 6 bits used unsigned; the -32 via bsums.
 template <int T>
@@ -150,11 +168,6 @@ inline void q5_0_tile(const void* row, int64_t cols, const QBlock8* x, float* ou
   for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
 }
 
-// Byte mask of the bytes of v that have bit `bit` set, as `val` there and 0 elsewhere.
-inline __m256i qs_bit_to(__m256i v, int bit, int val) {
-  const __m256i b = _mm256_set1_epi8(static_cast<char>(1 << bit));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, b), b), _mm256_set1_epi8(static_cast<char>(val)));
-}
 
 // Signed weights w (|w| <= 127) times x: |w| as u8 against x carrying w's sign.
 inline __m256i qs_dot_signed(__m256i w, __m256i x) { return qs_dot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
@@ -247,43 +260,6 @@ inline void iq4_xs_tile(const void* row, int64_t cols, const QBlockK* x, float* 
     }
   }
   for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
-}
-
-// Q5_K row . T tokens: Q4_K plus the fifth bits (bit 2j / 2j + 1 of qh[l] for sub-blocks 2j / 2j + 1).
-template <int T>
-inline void q5_K_tile(const void* row, int64_t cols, const QBlockK* x, float* out) {
-  const int64_t nb = cols / kQKBlock;
-  const auto* w = static_cast<const BlockQ5_K*>(row);
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc[T];
-  float mins[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps(), mins[t] = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ5_K& wb = w[b];
-    int sc[8], mn[8];
-    alignas(32) int16_t mn16[16];
-    for (int j = 0; j < 8; ++j) {
-      k4_scale_min(wb.scales, j, sc[j], mn[j]);
-      mn16[2 * j] = mn16[2 * j + 1] = static_cast<int16_t>(mn[j]);
-    }
-    const __m256i mins16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(mn16));
-    const __m256i hb = qs_load(wb.qh);
-    __m256i q[8];
-    for (int j = 0; j < 4; ++j) {
-      const __m256i raw = qs_load(wb.qs + 32 * j);
-      q[2 * j] = _mm256_or_si256(_mm256_and_si256(raw, low4), qs_bit_to(hb, 2 * j, 0x10));
-      q[2 * j + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), qs_bit_to(hb, 2 * j + 1, 0x10));
-    }
-    const float d = _cvtsh_ss(wb.d), dmin = _cvtsh_ss(wb.dmin);
-    for (int t = 0; t < T; ++t) {
-      const QBlockK& xb = x[t * nb + b];
-      __m256i sumi = _mm256_setzero_si256();
-      for (int j = 0; j < 8; ++j) sumi = _mm256_add_epi32(sumi, qs_dot_scaled(q[j], qs_load(xb.qs + 32 * j), qs_scales(sc[j], sc[j])));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * xb.d), acc[t]);
-      mins[t] += dmin * xb.d * static_cast<float>(qs_hsum_epi32(_mm256_madd_epi16(qs_load(xb.bsums), mins16)));
-    }
-  }
-  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]) - mins[t];
 }
 
 // Q2_K / Q3_K low bits: q[4h + s] = bits 2s of qs[32h .. 32h + 32) (elements 128h + 32s ..).
