@@ -74,6 +74,7 @@ class Vocab {
   // exactly when the grammar can end).
   Vocab(std::vector<std::string> token_bytes, std::vector<bool> usable, std::vector<int> eog);
   int size() const { return static_cast<int>(bytes_.size()); }
+  const std::string& token_bytes(int id) const { return bytes_[static_cast<size_t>(id)]; }  // id in [0, size())
 
  private:
   friend class Matcher;

@@ -153,18 +153,18 @@ OutputConstraintSpec output_constraint_for(const GenerationFields& f, const Chat
 }
 
 std::shared_ptr<const ConstraintVocab> ConstraintVocab::build(const tok::Tokenizer& tk) {
-  auto v = std::make_shared<ConstraintVocab>();
   const int n = tk.vocab_size();
-  v->bytes.resize(static_cast<size_t>(n));
+  std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<bool> usable(static_cast<size_t>(n));
   std::vector<int> eog;
   for (int id = 0; id < n; ++id) {
     if (tk.is_eog(id)) eog.push_back(id);
     if (tk.is_special(id)) continue;
-    v->bytes[static_cast<size_t>(id)] = tk.token_bytes(id);
-    usable[static_cast<size_t>(id)] = !v->bytes[static_cast<size_t>(id)].empty();
+    bytes[static_cast<size_t>(id)] = tk.token_bytes(id);
+    usable[static_cast<size_t>(id)] = !bytes[static_cast<size_t>(id)].empty();
   }
-  v->grammar = std::make_shared<const grammar::Vocab>(v->bytes, std::move(usable), std::move(eog));
+  auto v = std::make_shared<ConstraintVocab>();
+  v->grammar = std::make_shared<const grammar::Vocab>(std::move(bytes), std::move(usable), std::move(eog));
   return v;
 }
 
@@ -204,8 +204,8 @@ class GrammarConstraint final : public engine::TokenConstraint {
       matcher_.accept_token(id);
       return;
     }
-    if (id < 0 || id >= static_cast<int>(vocab_->bytes.size())) return;
-    watch(vocab_->bytes[static_cast<size_t>(id)]);
+    if (id < 0 || id >= vocab_->grammar->size()) return;
+    watch(vocab_->grammar->token_bytes(id));
   }
 
  private:

@@ -19,8 +19,7 @@ namespace anelm::server {
 
 // The vocabulary as the grammar sees it, built once per model.
 struct ConstraintVocab {
-  std::shared_ptr<const grammar::Vocab> grammar;
-  std::vector<std::string> bytes;  // each token's output bytes (empty for special tokens)
+  std::shared_ptr<const grammar::Vocab> grammar;  // also each token's output bytes (empty for special tokens)
   static std::shared_ptr<const ConstraintVocab> build(const tok::Tokenizer& tokenizer);
 };
 
