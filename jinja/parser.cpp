@@ -73,6 +73,15 @@ class Parser {
 
   // ---- statements -----------------------------------------------------------------------------
   // Statements until one of the `ends` tags (left unconsumed) or the end of the template.
+  // The body of a block up to and including its `{% end %}` tag.
+  Body parse_closed_body(const char* end) {
+    Body body = parse_body({end});
+    next();
+    expect_name();
+    expect_block_end();
+    return body;
+  }
+
   Body parse_body(std::initializer_list<const char*> ends) {
     DepthGuard guard(*this);
     Body body;
@@ -174,10 +183,7 @@ class Parser {
       if (peek().kind == Token::Kind::kBlockEnd && s->targets.size() == 1) {
         next();
         s->kind = Stmt::Kind::kSetBlock;
-        s->body = parse_body({"endset"});
-        next();
-        expect_name();
-        expect_block_end();
+        s->body = parse_closed_body("endset");
         return s;
       }
       s->kind = Stmt::Kind::kSet;
@@ -214,19 +220,13 @@ class Parser {
       if (accept_op("(")) parse_call_args(*call);
       s->expr = std::move(call);
       expect_block_end();
-      s->body = parse_body({"endfilter"});
-      next();
-      expect_name();
-      expect_block_end();
+      s->body = parse_closed_body("endfilter");
       return s;
     }
     if (name == "generation") {
       s->kind = Stmt::Kind::kBlock;
       expect_block_end();
-      s->body = parse_body({"endgeneration"});
-      next();
-      expect_name();
-      expect_block_end();
+      s->body = parse_closed_body("endgeneration");
       return s;
     }
     if (name == "break" || name == "continue") {
