@@ -1,6 +1,7 @@
 // Checks a running anelm server with the official openai npm SDK: completions, chat, streaming,
 // stream == non-stream at temperature 0, same seed => same text, and SDK error mapping.
 // Usage: node check.mjs BASE_URL   (BASE_URL like http://127.0.0.1:8080/v1). Prints 'N passed, M failed'.
+import { check, assert, eq, finish } from './harness.mjs';
 import OpenAI from 'openai';
 
 const baseURL = process.argv[2];
@@ -9,25 +10,6 @@ if (!baseURL) {
   process.exit(2);
 }
 const client = new OpenAI({ baseURL, apiKey: process.env.ANELM_API_KEY || 'none', maxRetries: 0, timeout: 120000 });
-
-let passed = 0;
-let failed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-  }
-}
-function assert(cond, msg) {
-  if (!cond) throw new Error(msg);
-}
-function eq(a, b, what) {
-  assert(a === b, `${what}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`);
-}
 
 const PROMPT = 'Once upon a time';
 const MESSAGES = [{ role: 'user', content: 'Tell me a short story.' }];
@@ -173,5 +155,4 @@ await check('over-long request is context_length_exceeded', async () => {
   throw new Error('no error');
 });
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

@@ -9,6 +9,7 @@
 // integer ranges) so that a constrained answer always completes well inside max_tokens.
 //
 // Usage: node tools_check.mjs BASE_URL   (BASE_URL like http://127.0.0.1:8080/v1). Prints 'N passed, M failed'.
+import { check, assert, eq, finish } from './harness.mjs';
 import OpenAI from 'openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { HumanMessage, AIMessage, ToolMessage } from '@langchain/core/messages';
@@ -25,24 +26,6 @@ const apiKey = process.env.ANELM_API_KEY || 'none';
 const rootURL = baseURL.replace(/\/v1\/?$/, '');  // /apply-template lives at the root, as in llama-server
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120000 });
 
-let passed = 0;
-let failed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-  }
-}
-function assert(cond, msg) {
-  if (!cond) throw new Error(msg);
-}
-function eq(a, b, what) {
-  assert(a === b, `${what}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`);
-}
 function deepEq(a, b, what) {
   eq(JSON.stringify(a), JSON.stringify(b), what);
 }
@@ -626,5 +609,4 @@ await check('ai-sdk: tool round trip (tool-call + tool-result messages) is accep
   assert(r.usage.inputTokens > 0, 'usage inputTokens');
 });
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();
