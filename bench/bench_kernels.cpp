@@ -1,6 +1,6 @@
 // Per-kernel bench (llm.c dev/cuda pattern): every ISA's matmul is first validated against the scalar
 // reference on the same data, then timed; one JSON line per (isa, dtype, shape, n) with GB/s of
-// weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one].
+// weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one] [shape: qkv|gate_up|down|lm_head].
 // Shapes are Qwen2.5-0.5B's; the K-quants run on the rows that hold whole 256-element blocks.
 #include <algorithm>
 #include <chrono>
@@ -69,12 +69,14 @@ const char* dt_name(DType t) { return dtype_name(t); }
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   const std::string only = argc > 2 ? argv[2] : "";
+  const std::string only_shape = argc > 3 ? argv[3] : "";
   struct Shape { const char* name; int64_t rows, cols; };
   const Shape shapes[] = {{"qkv", 1152, 896}, {"gate_up", 9728, 896}, {"down", 896, 4864}, {"lm_head", 151936, 896}};
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   int failures = 0;
   for (const Shape& s : shapes) {
+    if (!only_shape.empty() && only_shape != s.name) continue;
     std::vector<float> wf(static_cast<size_t>(s.rows * s.cols));
     for (float& v : wf) v = nd(rng) * 0.05f;
     for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kQ6_K,
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
       if (s.cols % dtype_block_elems(t) != 0) continue;
       if (!only.empty() && only != dtype_name(t)) continue;  // K-quants: only rows of whole 256-blocks
       const auto w = dtype_quantizable(t) ? encode(wf, t, s.rows, s.cols) : random_blocks(t, s.rows, s.cols, rng);
-      for (int n : {1, 128}) {
+      for (int n : {1, 16, 128, 512}) {
         if (s.rows > 20000 && n > 1) continue;  // the LM head only runs for the last token
         std::vector<float> x(static_cast<size_t>(n * s.cols));
         for (float& v : x) v = nd(rng);

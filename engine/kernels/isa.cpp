@@ -8,11 +8,16 @@
 
 namespace anelm::engine::kernels {
 
+namespace {
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx, Isa::kNeon};
+}  // namespace
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAmx: return "amx";
     case Isa::kNeon: return "neon";
   }
   return "unknown";
@@ -29,6 +34,9 @@ bool isa_supported(Isa isa) {
       return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+#if defined(ANELM_HAVE_AMX)
+    case Isa::kAmx: return isa_supported(Isa::kAvx512) && amx_usable();
+#endif
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON)
     case Isa::kNeon: return true;
@@ -38,7 +46,7 @@ bool isa_supported(Isa isa) {
 }
 
 Isa detect_isa() {
-  for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
+  for (Isa isa : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
     if (isa_supported(isa)) return isa;
   }
   return Isa::kScalar;
@@ -46,7 +54,7 @@ Isa detect_isa() {
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+  for (Isa isa : kAllIsas) {
     if (isa_supported(isa)) out.push_back(isa);
   }
   return out;
@@ -55,7 +63,7 @@ std::vector<Isa> supported_isas() {
 Isa selected_isa() {
   static const Isa chosen = [] {
     if (const char* env = std::getenv("ANELM_FORCE_ISA"); env && *env) {
-      for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+      for (Isa isa : kAllIsas) {
         if (std::strcmp(env, isa_name(isa)) == 0 && isa_supported(isa)) return isa;
       }
     }
@@ -71,6 +79,9 @@ const KernelTable* kernel_table(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
     case Isa::kAvx2: return &avx2_kernel_table();
     case Isa::kAvx512: return &avx512_kernel_table();
+#endif
+#if defined(ANELM_HAVE_AMX)
+    case Isa::kAmx: return &amx_kernel_table();
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON)
     case Isa::kNeon: return &neon_kernel_table();

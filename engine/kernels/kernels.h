@@ -56,5 +56,9 @@ const KernelTable& scalar_kernel_table();
 const KernelTable& avx2_kernel_table();
 const KernelTable& avx512_kernel_table();
 const KernelTable& neon_kernel_table();
+const KernelTable& amx_kernel_table();
+// True when the CPU has AMX-TILE and AMX-INT8 and the kernel granted this process the tile state
+// (Linux arch_prctl ARCH_REQ_XCOMP_PERM; asked once).
+bool amx_usable();
 
 }  // namespace anelm::engine::kernels
