@@ -1,14 +1,17 @@
 // Row unpackers for the AMX matmuls (included by kernels_amx.cpp): one weight row of a block type ->
 // int8 values q[cols], and per group of G values a float scale and (types with a minimum) an offset,
-// so that W[c] = scale[g] * q[c] + min[g] exactly as the GGUF layouts in dtype.h define it
+// so that W[c] = scale[g] * q[c] + min[g]; super-block types (kSuper) give the scale as an integer
+// sub-block scale isc[g] times the super-block's d, exactly as the GGUF layouts in dtype.h define it
 // (reference.cpp decodes the same layouts element by element). The common types are vectorised;
 // the rest decode element by element, which prefill amortises over every token of the batch.
 
 struct UnpackOut {
   int8_t* q;      // [cols]
-  float* scale;   // [cols / G], `stride` floats apart
+  float* scale;   // [cols / G], `stride` floats apart (32-element types)
   float* min;     // [cols / G], `stride` floats apart; written only by types with kMin
   int64_t stride;
+  int16_t* isc;   // [cols / G] integer sub-block scales (super-block types, kSuper)
+  float* sd;      // [cols / 256] super-block scales d, `stride` floats apart (kSuper)
 };
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
@@ -31,6 +34,7 @@ struct UnpackQ8_0 {
   static constexpr DType kType = DType::kQ8_0;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = false;
+  static constexpr bool kSuper = false;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ8_0*>(w);
     for (int64_t g = 0; g < cols / G; ++g) {
@@ -44,6 +48,7 @@ struct UnpackQ4_0 {
   static constexpr DType kType = DType::kQ4_0;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = false;
+  static constexpr bool kSuper = false;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ4_0*>(w);
     for (int64_t g = 0; g < cols / G; ++g) {
@@ -57,6 +62,7 @@ struct UnpackQ4_1 {
   static constexpr DType kType = DType::kQ4_1;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = true;
+  static constexpr bool kSuper = false;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ4_1*>(w);
     for (int64_t g = 0; g < cols / G; ++g) {
@@ -71,6 +77,7 @@ struct UnpackQ5_0 {
   static constexpr DType kType = DType::kQ5_0;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = false;
+  static constexpr bool kSuper = false;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ5_0*>(w);
     for (int64_t g = 0; g < cols / G; ++g) {
@@ -85,6 +92,7 @@ struct UnpackQ5_1 {
   static constexpr DType kType = DType::kQ5_1;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = true;
+  static constexpr bool kSuper = false;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ5_1*>(w);
     for (int64_t g = 0; g < cols / G; ++g) {
@@ -104,6 +112,7 @@ struct UnpackIQ4_NL {
   static constexpr DType kType = DType::kIQ4_NL;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = false;
+  static constexpr bool kSuper = false;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockIQ4_NL*>(w);
     for (int64_t g = 0; g < cols / G; ++g) {
@@ -120,6 +129,7 @@ struct UnpackQ45_K {
   static constexpr DType kType = kFive ? DType::kQ5_K : DType::kQ4_K;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = true;
+  static constexpr bool kSuper = true;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
     const auto* b = static_cast<const Block*>(w);
@@ -141,10 +151,11 @@ struct UnpackQ45_K {
         store32(q + 64 * j, lo);
         store32(q + 64 * j + 32, hi);
       }
+      o.sd[s * o.stride] = d;
       for (int j = 0; j < 8; ++j) {
         int sc = 0, mn = 0;
         k4_scale_min(b[s].scales, j, sc, mn);
-        o.scale[(s * 8 + j) * o.stride] = d * static_cast<float>(sc);
+        o.isc[s * 8 + j] = static_cast<int16_t>(sc);
         o.min[(s * 8 + j) * o.stride] = -dmin * static_cast<float>(mn);
       }
     }
@@ -157,6 +168,7 @@ struct UnpackQ6_K {
   static constexpr DType kType = DType::kQ6_K;
   static constexpr int G = 16;
   static constexpr bool kMin = false;
+  static constexpr bool kSuper = true;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ6_K*>(w);
     const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
@@ -172,8 +184,8 @@ struct UnpackQ6_K {
           store32(q + 128 * h + 32 * s, _mm256_sub_epi8(v, _mm256_set1_epi8(32)));
         }
       }
-      const float d = _cvtsh_ss(b[sb].d);
-      for (int j = 0; j < 16; ++j) o.scale[(sb * 16 + j) * o.stride] = d * static_cast<float>(b[sb].scales[j]);
+      o.sd[sb * o.stride] = _cvtsh_ss(b[sb].d);
+      for (int j = 0; j < 16; ++j) o.isc[sb * 16 + j] = b[sb].scales[j];
     }
   }
 };
@@ -183,6 +195,7 @@ struct UnpackQ2_K {
   static constexpr DType kType = DType::kQ2_K;
   static constexpr int G = 16;
   static constexpr bool kMin = true;
+  static constexpr bool kSuper = true;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ2_K*>(w);
     for (int64_t sb = 0; sb < cols / kQKBlock; ++sb) {
@@ -190,9 +203,10 @@ struct UnpackQ2_K {
         const int h = c / 128, s = (c % 128) / 32, l = c % 32;
         o.q[sb * kQKBlock + c] = static_cast<int8_t>((b[sb].qs[32 * h + l] >> (2 * s)) & 3);
       }
-      const float d = _cvtsh_ss(b[sb].d), dmin = _cvtsh_ss(b[sb].dmin);
+      const float dmin = _cvtsh_ss(b[sb].dmin);
+      o.sd[sb * o.stride] = _cvtsh_ss(b[sb].d);
       for (int j = 0; j < 16; ++j) {
-        o.scale[(sb * 16 + j) * o.stride] = d * static_cast<float>(b[sb].scales[j] & 0x0F);
+        o.isc[sb * 16 + j] = static_cast<int16_t>(b[sb].scales[j] & 0x0F);
         o.min[(sb * 16 + j) * o.stride] = -dmin * static_cast<float>(b[sb].scales[j] >> 4);
       }
     }
@@ -203,6 +217,7 @@ struct UnpackQ3_K {
   static constexpr DType kType = DType::kQ3_K;
   static constexpr int G = 16;
   static constexpr bool kMin = false;
+  static constexpr bool kSuper = true;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockQ3_K*>(w);
     for (int64_t sb = 0; sb < cols / kQKBlock; ++sb) {
@@ -212,8 +227,8 @@ struct UnpackQ3_K {
         const int high = (b[sb].hmask[l] >> (4 * h + s)) & 1;
         o.q[sb * kQKBlock + c] = static_cast<int8_t>(q - (high ? 0 : 4));
       }
-      const float d = _cvtsh_ss(b[sb].d);
-      for (int j = 0; j < 16; ++j) o.scale[(sb * 16 + j) * o.stride] = d * static_cast<float>(k3_scale(b[sb].scales, j));
+      o.sd[sb * o.stride] = _cvtsh_ss(b[sb].d);
+      for (int j = 0; j < 16; ++j) o.isc[sb * 16 + j] = static_cast<int16_t>(k3_scale(b[sb].scales, j));
     }
   }
 };
@@ -222,14 +237,15 @@ struct UnpackIQ4_XS {
   static constexpr DType kType = DType::kIQ4_XS;
   static constexpr int G = kQBlock;
   static constexpr bool kMin = false;
+  static constexpr bool kSuper = true;
   static void row(const void* w, int64_t cols, UnpackOut o) {
     const auto* b = static_cast<const BlockIQ4_XS*>(w);
     for (int64_t sb = 0; sb < cols / kQKBlock; ++sb) {
-      const float d = _cvtsh_ss(b[sb].d);
+      o.sd[sb * o.stride] = _cvtsh_ss(b[sb].d);
       for (int ib = 0; ib < 8; ++ib) {
         store32(o.q + sb * kQKBlock + 32 * ib, iq4_lookup(nibbles32(b[sb].qs + 16 * ib)));
         const int ls = ((b[sb].scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((b[sb].scales_h >> (2 * ib)) & 3) << 4);
-        o.scale[(sb * 8 + ib) * o.stride] = d * static_cast<float>(ls - 32);
+        o.isc[sb * 8 + ib] = static_cast<int16_t>(ls - 32);
       }
     }
   }

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -37,8 +38,8 @@ constexpr int kT = 16;          // rows per panel = tokens per chunk = tile rows
 constexpr int kMinTokens = 16;  // fewer tokens: the panel unpack is not amortised, use AVX-512
 
 // Tile registers (GCC's intrinsics paste the number, so literals below): tmm0/tmm1 accumulate two
-// groups, tmm2/tmm3 hold their weights, tmm4/tmm5 their activations.
-enum Tile { kC0 = 0, kC1 = 1, kA0 = 2, kA1 = 3, kB0 = 4, kB1 = 5 };
+// groups (super-block mode: one super-block's high and low parts; tmm6/tmm7 the next one's),
+// tmm2/tmm3 hold weights, tmm4/tmm5 activations.
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -51,23 +52,27 @@ struct alignas(64) TileConfig {
 // so a stack copy's other fields could be dropped as dead stores.
 constexpr TileConfig make_config(int g) {
   TileConfig c;
-  for (int t : {kC0, kC1}) c.rows[t] = kT, c.colsb[t] = kT * 4;
-  for (int t : {kA0, kA1}) c.rows[t] = kT, c.colsb[t] = static_cast<uint16_t>(g);
-  for (int t : {kB0, kB1}) c.rows[t] = static_cast<uint8_t>(g / 4), c.colsb[t] = kT * 4;
+  for (int t : {0, 1, 6, 7}) c.rows[t] = kT, c.colsb[t] = kT * 4;
+  for (int t : {2, 3}) c.rows[t] = kT, c.colsb[t] = static_cast<uint16_t>(g);
+  for (int t : {4, 5}) c.rows[t] = static_cast<uint8_t>(g / 4), c.colsb[t] = kT * 4;
   return c;
 }
-constinit const TileConfig kConfig16 = make_config(16), kConfig32 = make_config(32);
+// Super-block mode is the G = 64 configuration.
+constinit const TileConfig kConfig16 = make_config(16), kConfig32 = make_config(32), kConfigSuper = make_config(64);
 
-void configure_tiles(int g) {
+void configure_tiles(const TileConfig& c) {
   __asm__ volatile("" ::: "memory");
-  _tile_loadconfig(g == 16 ? &kConfig16 : &kConfig32);
+  _tile_loadconfig(&c);
 }
 
 // Per-thread scratch, grown to the largest shape seen (never per token).
 struct Scratch {
   std::vector<int8_t> act;      // [chunks][groups][G/4][16 tokens][4]: B tiles
-  std::vector<float> xd, xs;    // [chunks][groups][16 tokens]: activation scale, scale * sum(q)
+  std::vector<float> xd;        // [chunks][activation blocks][16 tokens]: activation scales
+  std::vector<float> xs;        // [chunks][weight groups][16 tokens]: scale * sum(q) of the group
   std::vector<int8_t> rows_q;   // [16][cols]: the panel's rows unpacked (A tiles, stride cols)
+  std::vector<int8_t> rows_lo;  // [16][cols]: super-block mode's low parts (rows_q: high parts)
+  std::vector<int16_t> isc;     // [cols / G]: one row's integer sub-block scales
   std::vector<float> ws, wm;    // [groups][16 rows]: the panel's scales and minimums
 };
 
@@ -81,16 +86,16 @@ Scratch& scratch() {
   return s;
 }
 
-// The activation rows (QBlock8 for 32-element types, QBlockK for super-block types) as B tiles.
-template <class U>
+// The activation rows (QBlock8 for 32-element types, QBlockK for super-block types) as B tiles of
+// PG values per group (the weight group G, or 64 in super-block mode).
+template <class U, int PG>
 struct Act {
   static constexpr int G = U::G;
   static constexpr bool kK = uses_q8k_activations(U::kType);
   using Block = std::conditional_t<kK, QBlockK, QBlock8>;
   static constexpr int kElems = kK ? kQKBlock : kQBlock;
-  static constexpr int kPerBlock = kElems / G;  // groups per activation block
 
-  // sum(q) of group j of an activation block (QBlockK keeps sums per 16 values).
+  // sum(q) of weight group j of an activation block (QBlockK keeps sums per 16 values).
   static int32_t group_sum(const Block& b, int64_t j) {
     if constexpr (kK) {
       int32_t sum = 0;
@@ -101,13 +106,14 @@ struct Act {
     }
   }
 
-  // Packs n tokens: chunk c, group g is 16 tokens' G values, dword i of token t at [i][t]; tokens
-  // past n are zero. Also each group's scale and scale * sum(q), token-minor.
+  // Packs n tokens: chunk c, group g is 16 tokens' PG values, dword i of token t at [i][t]; tokens
+  // past n are zero. Also, token-minor, each activation block's scale and (types with a minimum)
+  // each weight group's scale * sum(q).
   static void pack(const Block* x, int64_t cols, int n, Scratch& s) {
-    const int64_t ng = cols / G, nb = cols / kElems, chunks = (n + kT - 1) / kT;
+    const int64_t ng = cols / PG, nb = cols / kElems, nsg = cols / G, chunks = (n + kT - 1) / kT;
     grow(s.act, static_cast<size_t>(chunks * kT * cols));
-    grow(s.xd, static_cast<size_t>(chunks * ng * kT));
-    grow(s.xs, static_cast<size_t>(chunks * ng * kT));
+    grow(s.xd, static_cast<size_t>(chunks * nb * kT));
+    grow(s.xs, static_cast<size_t>(chunks * nsg * kT));
     const __m512i tok = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                            _mm512_set1_epi32(static_cast<int>(nb * sizeof(Block))));
     for (int64_t c = 0; c < chunks; ++c) {
@@ -115,21 +121,23 @@ struct Act {
       const __mmask16 live = static_cast<__mmask16>((1u << nt) - 1);
       const auto* first = reinterpret_cast<const uint8_t*>(x + c * kT * nb);
       for (int64_t g = 0; g < ng; ++g) {
-        const uint8_t* src = first + g / kPerBlock * sizeof(Block) + offsetof(Block, qs) + g % kPerBlock * G;
-        int8_t* dst = s.act.data() + (c * ng + g) * kT * G;
-        for (int i = 0; i < G / 4; ++i) {
+        const uint8_t* src = first + g * PG / kElems * sizeof(Block) + offsetof(Block, qs) + g * PG % kElems;
+        int8_t* dst = s.act.data() + (c * ng + g) * kT * PG;
+        for (int i = 0; i < PG / 4; ++i) {
           const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, tok, src + 4 * i, 1);
           _mm512_storeu_si512(dst + i * 64, v);
         }
-        for (int t = 0; t < kT; ++t) {
-          const int64_t at = (c * ng + g) * kT + t;
-          if (t >= nt) {
-            s.xd[at] = s.xs[at] = 0.0f;
-            continue;
+      }
+      for (int t = 0; t < kT; ++t) {
+        for (int64_t b = 0; b < nb; ++b) {
+          const Block* xb = t < nt ? &x[(c * kT + t) * nb + b] : nullptr;
+          s.xd[(c * nb + b) * kT + t] = xb ? xb->d : 0.0f;
+          if constexpr (U::kMin) {
+            for (int j = 0; j < kElems / G; ++j) {
+              const float v = xb ? xb->d * static_cast<float>(group_sum(*xb, j)) : 0.0f;
+              s.xs[(c * nsg + b * (kElems / G) + j) * kT + t] = v;
+            }
           }
-          const Block& b = x[(c * kT + t) * nb + g / kPerBlock];
-          s.xd[at] = b.d;
-          if constexpr (U::kMin) s.xs[at] = b.d * static_cast<float>(group_sum(b, g % kPerBlock));
         }
       }
     }
@@ -165,20 +173,23 @@ struct PanelA {
   const int8_t* at(int64_t g) const { return base + g * group_stride; }
 };
 
-// Groups g (tmm0) and g + 1 (tmm1, when it exists) into the tile unit.
+// Group g into accumulator tile C, through weight tile A and activation tile B.
+#define ANELM_AMX_GROUP(C, A, B, g)                    \
+  do {                                                 \
+    _tile_loadd(A, a.at(g), a.row_stride);             \
+    _tile_loadd(B, act + (g) * kT * G, kT * 4);        \
+    _tile_zero(C);                                     \
+    _tile_dpbssd(C, A, B);                             \
+  } while (0)
+
+// Groups g and g + 1 (when below ng) into tmm0 and tmm1. (Four groups in flight through tmm6/tmm7
+// as well measured slower.)
 template <int G>
 [[gnu::always_inline]] inline void issue(const PanelA& a, const int8_t* act, int64_t g, int64_t ng) {
-  _tile_loadd(2, a.at(g), a.row_stride);
-  _tile_loadd(4, act + g * kT * G, kT * 4);
-  _tile_zero(0);
-  _tile_dpbssd(0, 2, 4);
-  if (g + 1 < ng) {
-    _tile_loadd(3, a.at(g + 1), a.row_stride);
-    _tile_loadd(5, act + (g + 1) * kT * G, kT * 4);
-    _tile_zero(1);
-    _tile_dpbssd(1, 3, 5);
-  }
+  ANELM_AMX_GROUP(0, 2, 4, g);
+  if (g + 1 < ng) ANELM_AMX_GROUP(1, 3, 5, g + 1);
 }
+#undef ANELM_AMX_GROUP
 
 // 16x16 float transpose in registers (rows of acc become tokens).
 inline void transpose16(__m512* r) {
@@ -254,6 +265,135 @@ PanelA prepare_panel(const uint8_t* w, int64_t rb, int64_t cols, int64_t r0, int
   return {s.rows_q.data(), U::G, cols};
 }
 
+// ---- super-block types (K-quants, IQ4_XS) ------------------------------------------------------
+// A super-block's weights are d * isc[g] * q (+ min terms): the integer products w' = isc * q fit in
+// 14 bits, so they are split exactly into int8 high and low parts, w' = 64 * hi + lo, and a whole
+// super-block accumulates in two tiles at K = 64 with one float epilogue per 256 values (instead of
+// one per sub-block of 16 or 32): sum(w' x) = 64 * dot(hi, x) + dot(lo, x), exact in int32.
+
+// One super-block into the tile pair P (0: tmm0/tmm1, 1: tmm6/tmm7): hi . x and lo . x.
+template <int P>
+[[gnu::always_inline]] inline void issue_super(const int8_t* hi, const int8_t* lo, int64_t cols, const int8_t* act,
+                                               int64_t sb) {
+  if constexpr (P == 0) {
+    _tile_zero(0);
+    _tile_zero(1);
+  } else {
+    _tile_zero(6);
+    _tile_zero(7);
+  }
+  for (int k = 0; k < kQKBlock / 64; ++k) {
+    const int64_t c0 = sb * kQKBlock + k * 64;
+    _tile_loadd(4, act + (sb * 4 + k) * kT * 64, kT * 4);
+    _tile_loadd(2, hi + c0, cols);
+    _tile_loadd(3, lo + c0, cols);
+    if constexpr (P == 0) {
+      _tile_dpbssd(0, 2, 4);
+      _tile_dpbssd(1, 3, 4);
+    } else {
+      _tile_dpbssd(6, 2, 4);
+      _tile_dpbssd(7, 3, 4);
+    }
+  }
+}
+
+template <int P>
+[[gnu::always_inline]] inline void store_super(int32_t* chi, int32_t* clo) {
+  if constexpr (P == 0) {
+    _tile_stored(0, chi, kT * 4);
+    _tile_stored(1, clo, kT * 4);
+  } else {
+    _tile_stored(6, chi, kT * 4);
+    _tile_stored(7, clo, kT * 4);
+  }
+}
+
+// acc[r] += d_x * d_w[r] * (64 * hi[r] + lo[r]) (+ sum over the super-block's groups j of
+// d_x * sum(q_x)_j * min_w[j][r]).
+template <class U>
+[[gnu::always_inline]] inline Acc epilogue_super(Acc acc, const int32_t* chi, const int32_t* clo, const float* wd,
+                                                 const float* xd_p, const float* wm, const float* xs) {
+  const __m512 xd = _mm512_loadu_ps(xd_p);
+#pragma GCC unroll 16
+  for (int r = 0; r < kT; ++r) {
+    const __m512i w = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(chi + r * kT), 6),
+                                       _mm512_load_si512(clo + r * kT));
+    acc.v[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(w), _mm512_mul_ps(xd, _mm512_set1_ps(wd[r])), acc.v[r]);
+  }
+  if constexpr (U::kMin) {
+    for (int j = 0; j < kQKBlock / U::G; ++j) {
+      const __m512 sx = _mm512_loadu_ps(xs + j * kT);
+#pragma GCC unroll 16
+      for (int r = 0; r < kT; ++r) acc.v[r] = _mm512_fmadd_ps(sx, _mm512_set1_ps(wm[j * kT + r]), acc.v[r]);
+    }
+  }
+  return acc;
+}
+
+// The panel (rows_q: high parts, rows_lo: low parts) times one chunk of packed tokens: y[t][r].
+template <class U>
+void panel_times_chunk_super(const Scratch& s, const int8_t* act, const float* xd, const float* xs, int64_t cols,
+                             float* y, int64_t ldy, int nr, int nt) {
+  constexpr int kGroups = kQKBlock / U::G;
+  const int64_t nsb = cols / kQKBlock;
+  const int8_t* hi = s.rows_q.data();
+  const int8_t* lo = s.rows_lo.data();
+  Acc acc;
+#pragma GCC unroll 16
+  for (int r = 0; r < kT; ++r) acc.v[r] = _mm512_setzero_ps();
+  alignas(64) int32_t chi[kT * kT], clo[kT * kT];
+  issue_super<0>(hi, lo, cols, act, 0);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    // Store this super-block's pair, start the next one on the other pair, then scale this one.
+    if (sb % 2 == 0) {
+      store_super<0>(chi, clo);
+      if (sb + 1 < nsb) issue_super<1>(hi, lo, cols, act, sb + 1);
+    } else {
+      store_super<1>(chi, clo);
+      if (sb + 1 < nsb) issue_super<0>(hi, lo, cols, act, sb + 1);
+    }
+    acc = epilogue_super<U>(acc, chi, clo, s.ws.data() + sb * kT, xd + sb * kT, s.wm.data() + sb * kGroups * kT,
+                            xs + sb * kGroups * kT);
+  }
+  transpose16(acc.v);
+  const __mmask16 m = static_cast<__mmask16>((1u << nr) - 1);
+#pragma GCC unroll 16
+  for (int t = 0; t < kT; ++t) {
+    if (t < nt) _mm512_mask_storeu_ps(y + t * ldy, m, acc.v[t]);
+  }
+}
+
+// Unpacks the panel's rows into high and low parts of isc * q, d per super-block (ws) and the
+// minimums (wm); missing rows of a partial panel are zero.
+template <class U>
+void prepare_panel_super(const uint8_t* w, int64_t rb, int64_t cols, int64_t r0, int nr, Scratch& s) {
+  constexpr int G = U::G;
+  const int64_t nsb = cols / kQKBlock, ng = cols / G;
+  for (int r = 0; r < kT; ++r) {
+    int8_t* hi = s.rows_q.data() + r * cols;
+    int8_t* lo = s.rows_lo.data() + r * cols;
+    if (r >= nr) {
+      std::memset(hi, 0, static_cast<size_t>(cols));
+      std::memset(lo, 0, static_cast<size_t>(cols));
+      for (int64_t b = 0; b < nsb; ++b) s.ws[b * kT + r] = 0.0f;
+      for (int64_t g = 0; g < ng; ++g) s.wm[g * kT + r] = 0.0f;
+      continue;
+    }
+    // q lands in hi first, then each group is rewritten in place.
+    U::row(w + (r0 + r) * rb, cols, UnpackOut{hi, nullptr, s.wm.data() + r, kT, s.isc.data(), s.ws.data() + r});
+    for (int64_t g = 0; g < ng; ++g) {
+      const __m256i sc = _mm256_set1_epi16(s.isc[g]);
+      for (int k = 0; k < G; k += 16) {
+        const __m256i q = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + g * G + k)));
+        const __m256i v = _mm256_mullo_epi16(q, sc);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + g * G + k), _mm256_cvtepi16_epi8(_mm256_srai_epi16(v, 6)));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + g * G + k),
+                         _mm256_cvtepi16_epi8(_mm256_and_si256(v, _mm256_set1_epi16(63))));
+      }
+    }
+  }
+}
+
 template <class U>
 MatmulFn avx512_fallback() {
   static const MatmulFn fn = avx512_kernel_table().matmul[dtype_index(U::kType)];
@@ -267,20 +407,47 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
     avx512_fallback<U>()(w, cols, xf, xq, n, y, ldy, r0, r1);
     return;
   }
-  const int64_t ng = cols / U::G, rb = dtype_row_bytes(U::kType, cols);
+  constexpr bool kSuper = U::kSuper;
+  using A = Act<U, kSuper ? 64 : U::G>;
+  const int64_t ng = cols / U::G, nb = cols / A::kElems, rb = dtype_row_bytes(U::kType, cols);
   Scratch& s = scratch();
   grow(s.rows_q, static_cast<size_t>(kT * cols));
   grow(s.ws, static_cast<size_t>(kT * ng));
   grow(s.wm, static_cast<size_t>(kT * ng));
-  Act<U>::pack(static_cast<const typename Act<U>::Block*>(xq), cols, n, s);
-  configure_tiles(U::G);
+  if constexpr (kSuper) {
+    grow(s.rows_lo, static_cast<size_t>(kT * cols));
+    grow(s.isc, static_cast<size_t>(ng));
+  }
+  A::pack(static_cast<const typename A::Block*>(xq), cols, n, s);
+  configure_tiles(kSuper ? kConfigSuper : U::G == 16 ? kConfig16 : kConfig32);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t chunks = (n + kT - 1) / kT;
   for (int64_t p = r0; p < r1; p += kT) {
     const int nr = static_cast<int>(r1 - p < kT ? r1 - p : kT);
-    const PanelA a = prepare_panel<U>(static_cast<const uint8_t*>(w), rb, cols, p, nr, s);
-    for (int t0 = 0; t0 < n; t0 += kT) {
-      const int64_t c = t0 / kT;
-      panel_times_chunk<U>(a, s.ws.data(), s.wm.data(), s.act.data() + c * kT * cols, s.xd.data() + c * ng * kT,
-                           s.xs.data() + c * ng * kT, ng, y + t0 * ldy + p, ldy, nr, n - t0 < kT ? n - t0 : kT);
+    PanelA a{};
+    if constexpr (kSuper) {
+      prepare_panel_super<U>(wb, rb, cols, p, nr, s);
+    } else {
+      a = prepare_panel<U>(wb, rb, cols, p, nr, s);
+    }
+    // The next panel's rows (contiguous) stream into L2 while this one computes, a share per chunk,
+    // so its unpack does not wait on DRAM.
+    const int64_t next = p + kT < r1 ? p + kT : r1;
+    const int64_t next_bytes = (std::min(next + kT, r1) - next) * rb;
+    const int64_t share = (next_bytes / chunks + 63) / 64 * 64;
+    for (int64_t c = 0; c < chunks; ++c) {
+      for (int64_t off = c * share; off < (c + 1) * share && off < next_bytes; off += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(wb + next * rb + off), _MM_HINT_T1);
+      }
+      const int t0 = static_cast<int>(c * kT), nt = n - t0 < kT ? n - t0 : kT;
+      const int8_t* act = s.act.data() + c * kT * cols;
+      const float* xd = s.xd.data() + c * nb * kT;
+      const float* xs = s.xs.data() + c * ng * kT;
+      if constexpr (kSuper) {
+        panel_times_chunk_super<U>(s, act, xd, xs, cols, y + t0 * ldy + p, ldy, nr, nt);
+      } else {
+        panel_times_chunk<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt);
+      }
     }
   }
   _tile_release();
