@@ -1,6 +1,8 @@
 // Every kernel of every supported ISA against the naive reference (engine/kernels/reference.h), on odd sizes.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -348,6 +350,9 @@ TEST(Isa, SelectionAndTables) {
   EXPECT_NE(kernel_table(Isa::kScalar), nullptr);
   EXPECT_TRUE(isa_supported(selected_isa()));
   EXPECT_EQ(active_kernels().isa, selected_isa());
+  std::string paths;
+  for (Isa isa : supported_isas()) paths += std::string(" ") + isa_name(isa);
+  std::printf("kernel paths on this machine:%s (selected: %s)\n", paths.c_str(), isa_name(selected_isa()));
   for (Isa isa : supported_isas()) {
     const KernelTable* t = kernel_table(isa);
     ASSERT_NE(t, nullptr) << isa_name(isa);
