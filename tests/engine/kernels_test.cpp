@@ -1,9 +1,8 @@
 // Every kernel of every supported ISA against the naive reference (engine/kernels/reference.h), on odd sizes.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
