@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 #include <string>
 #include <thread>
@@ -60,7 +61,7 @@ std::unique_ptr<LoadedModel> load_resident(const EngineOptions& opts, ThreadPool
                                            const LoadProgress& progress) {
   if (progress) progress("load", 0, 1);
   auto model = load_model(opts.model_path, opts.weights);
-  make_resident(*model, pool);
+  if (!opts.background_residency) make_resident(*model, pool);
   if (progress) progress("load", 1, 1);
   return model;
 }
@@ -85,6 +86,19 @@ class LocalEngine final : public Engine {
         ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));
       }
     }
+    if (opts.background_residency) {
+      copy_ = std::make_unique<ResidentCopy>(*model_);
+      copier_ = std::thread([this] {
+        const auto t0 = std::chrono::steady_clock::now();
+        copy_->copy(nullptr);  // one thread: the compute pool belongs to requests
+        spdlog::info("weights copied to resident memory in {} ms (in use from the next request)",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+      });
+    }
+  }
+
+  ~LocalEngine() override {
+    if (copier_.joinable()) copier_.join();
   }
 
   const ModelConfig& config() const override { return model_->config; }
@@ -108,10 +122,12 @@ class LocalEngine final : public Engine {
   }
 
   GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) override {
+    adopt_resident_copy();
     return gen_.generate(req, on_token);
   }
 
   std::span<const float> forward(std::span<const int> tokens, int start_pos, bool all_logits) override {
+    adopt_resident_copy();
     return gen_.forward(tokens, start_pos, all_logits);
   }
 
@@ -121,8 +137,18 @@ class LocalEngine final : public Engine {
   int ctx_;
   Transformer tf_;
   Generator gen_;
+  // Between requests (no forward pass runs): point the views at the finished background copy.
+  void adopt_resident_copy() {
+    if (!copy_ || !copy_->done()) return;
+    copier_.join();
+    copy_->adopt();
+    copy_.reset();
+  }
+
   std::unique_ptr<AneBackend> ane_;  // --backend ane: programs + executors installed on tf_
   std::string ane_declined_;  // why --backend ane runs on the CPU; empty otherwise
+  std::unique_ptr<ResidentCopy> copy_;  // background_residency: the copy in flight, until adopted
+  std::thread copier_;
 };
 
 }  // namespace

@@ -27,6 +27,9 @@ struct EngineOptions {
   std::string ane_cache_dir;              // compiled ANE program cache; empty: no disk cache
   DType kv_type = DType::kF16;            // KV cache storage: kF16 (as llama.cpp) or kF32
   int max_batch = 0;                      // prefill tokens per forward chunk; 0: 512 (llama.cpp n_ubatch)
+  // Copy the mapped weights into huge-page memory on a background thread, serving from the mapping
+  // meanwhile (a server is ready at once); false: copy before load returns (benchmarks, tools).
+  bool background_residency = false;
 };
 
 struct BackendStats {

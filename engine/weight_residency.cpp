@@ -11,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 namespace anelm::engine {
@@ -44,9 +43,11 @@ std::vector<TensorView*> matrices(ModelWeights& w) {
 
 }  // namespace
 
-void make_resident(LoadedModel& m, ThreadPool& pool) {
-  ModelWeights& w_ = m.weights;
-  if (const char* e = std::getenv("ANELM_MMAP_WEIGHTS"); e && std::strcmp(e, "1") == 0) return;
+ResidentCopy::ResidentCopy(LoadedModel& m) : m_(m) {
+  if (const char* e = std::getenv("ANELM_MMAP_WEIGHTS"); e && std::strcmp(e, "1") == 0) {
+    done_ = true;
+    return;
+  }
   const auto maps = file_mappings();
   auto in_file = [&](const void* p) {
     const auto a = reinterpret_cast<uintptr_t>(p);
@@ -56,56 +57,78 @@ void make_resident(LoadedModel& m, ThreadPool& pool) {
     return false;
   };
   // Distinct file-backed tensors (tied embeddings share one), 64-byte aligned in the buffer.
-  std::unordered_map<const void*, size_t> offset;
   size_t total = 0;
-  for (TensorView* t : matrices(w_)) {
-    if (t->empty() || t->nbytes <= 0 || offset.count(t->data) || !in_file(t->data)) continue;
-    offset[t->data] = total;
+  for (TensorView* t : matrices(m.weights)) {
+    if (t->empty() || t->nbytes <= 0 || !in_file(t->data)) continue;
+    if (std::any_of(pieces_.begin(), pieces_.end(), [&](const Piece& p) { return p.from == t->data; })) continue;
+    pieces_.push_back({t->data, total, static_cast<size_t>(t->nbytes)});
     total += (static_cast<size_t>(t->nbytes) + 63) / 64 * 64;
   }
-  if (total == 0) return;
   constexpr size_t kHuge = size_t{2} << 20;
   const size_t bytes = (total + kHuge - 1) / kHuge * kHuge;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return;  // keep reading the mapping: slower, still correct
+  void* p = total ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+  if (p == MAP_FAILED) {  // nothing to copy, or keep reading the mapping: slower, still correct
+    pieces_.clear();
+    done_ = true;
+    return;
+  }
   madvise(p, bytes, MADV_HUGEPAGE);
   m.owners.emplace_back(p, [bytes](void* q) { munmap(q, bytes); });
-  const long page = sysconf(_SC_PAGESIZE);
-  for (const auto& [data, off] : offset) {
-    size_t n = 0;
-    for (TensorView* t : matrices(w_)) {
-      if (t->data == data) n = static_cast<size_t>(t->nbytes);
-    }
-    // Both threads copy (page-cache reads and huge-page clears are per-core bound), in 2 MiB pieces.
-    const auto* from = static_cast<const uint8_t*>(data);
-    uint8_t* to = static_cast<uint8_t*>(p) + off;
-    constexpr int64_t kPiece = int64_t{2} << 20;
-    pool.parallel_for((static_cast<int64_t>(n) + kPiece - 1) / kPiece, [&](int64_t b, int64_t e, int) {
-      const size_t lo_b = static_cast<size_t>(b * kPiece);
-      const size_t hi_b = std::min(n, static_cast<size_t>(e * kPiece));
+  buffer_ = p;
+}
+
+void ResidentCopy::copy(ThreadPool* pool) {
+  constexpr int64_t kChunk = int64_t{2} << 20;
+  for (const Piece& piece : pieces_) {
+    const auto* from = static_cast<const uint8_t*>(piece.from);
+    uint8_t* to = static_cast<uint8_t*>(buffer_) + piece.offset;
+    const size_t n = piece.bytes;
+    // In 2 MiB chunks, on every pool thread (page-cache reads and huge-page clears are per-core bound).
+    auto chunks = [&](int64_t b, int64_t e, int) {
+      const size_t lo_b = static_cast<size_t>(b * kChunk);
+      const size_t hi_b = std::min(n, static_cast<size_t>(e * kChunk));
 #ifdef MADV_POPULATE_READ
       // One syscall maps the source range instead of a fault per 16 pages.
       const auto pa = reinterpret_cast<uintptr_t>(from + lo_b) / 4096 * 4096;
       madvise(reinterpret_cast<void*>(pa), reinterpret_cast<uintptr_t>(from + hi_b) - pa, MADV_POPULATE_READ);
 #endif
       std::memcpy(to + lo_b, from + lo_b, hi_b - lo_b);
-      // Drop this piece's source pages at once, so peak RSS never holds a whole tensor twice (the
-      // 136 M-element embedding would add ~136 MB at Q8_0).
+      // Drop this chunk's source pages at once, so peak RSS never holds a whole tensor twice (the
+      // 136 M-element embedding would add ~136 MB at Q8_0). MADV_DONTNEED only drops our PTEs of these
+      // read-only file pages: a forward pass still reading the mapping re-faults them from the file.
       const uintptr_t plo = (reinterpret_cast<uintptr_t>(from + lo_b) + 4095) / 4096 * 4096;
       const uintptr_t phi = reinterpret_cast<uintptr_t>(from + hi_b) / 4096 * 4096;
       if (phi > plo) madvise(reinterpret_cast<void*>(plo), phi - plo, MADV_DONTNEED);
-    }, 1, 4);
-    // Give the copied file pages back (content unchanged: they re-fault from the file if a re-load
-    // reads them), so RSS holds one copy. Interior whole pages only.
-    const auto a = reinterpret_cast<uintptr_t>(data);
-    const uintptr_t lo = (a + page - 1) / page * page, hi = (a + n) / page * page;
-    // MADV_DONTNEED only drops our PTEs of these read-only file pages (never modified, so nothing
-    // is lost); the page cache keeps or reclaims them as it likes.
+    };
+    const int64_t count = (static_cast<int64_t>(n) + kChunk - 1) / kChunk;
+    if (pool) {
+      pool->parallel_for(count, chunks, 1, 4);
+    } else {
+      chunks(0, count, 0);
+    }
+  }
+  done_.store(true, std::memory_order_release);
+}
+
+void ResidentCopy::adopt() {
+  if (!buffer_) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const Piece& piece : pieces_) {
+    for (TensorView* t : matrices(m_.weights)) {
+      if (t->data == piece.from) t->data = static_cast<uint8_t*>(buffer_) + piece.offset;
+    }
+    // Give the file pages that forward passes re-faulted back; interior whole pages only.
+    const auto a = reinterpret_cast<uintptr_t>(piece.from);
+    const uintptr_t lo = (a + page - 1) / page * page, hi = (a + piece.bytes) / page * page;
     if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
   }
-  for (TensorView* t : matrices(w_)) {
-    if (auto it = offset.find(t->data); it != offset.end()) t->data = static_cast<uint8_t*>(p) + it->second;
-  }
+  buffer_ = nullptr;
+}
+
+void make_resident(LoadedModel& m, ThreadPool& pool) {
+  ResidentCopy c(m);
+  c.copy(&pool);
+  c.adopt();
 }
 
 }  // namespace anelm::engine

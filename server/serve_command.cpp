@@ -80,6 +80,7 @@ engine::EngineOptions engine_options(const ServerOptions& o, const std::string& 
   if (o.weights == "q8_0") e.weights = engine::DType::kQ8_0;
   if (o.weights == "q4_0") e.weights = engine::DType::kQ4_0;
   e.ane_cache_dir = o.ane_cache_dir == "auto" ? default_ane_cache_dir() : o.ane_cache_dir;
+  e.background_residency = true;  // ready as soon as the model is mapped and parsed
   return e;
 }
 

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <thread>
+#include <chrono>
 #include <fstream>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -98,6 +100,29 @@ TEST_F(GenerateTest, PrefixReuseGivesSameOutput) {
   // A diverging prompt reuses only the common prefix.
   const GenerateResult other = engine_->generate(greedy({1, 403, 300}, 5), {});
   EXPECT_EQ(other.cached_tokens, 2);
+}
+
+// Background residency: requests served from the mapping while the copy runs and from the copy
+// after it is adopted (between requests) give the same tokens.
+TEST(GenerateBackgroundResidency, SameTokensBeforeAndAfterTheCopyIsAdopted) {
+  auto path = anelm::testing::shared_model("stories260K.gguf");
+  if (!path) GTEST_SKIP() << "shared test data not found: stories260K.gguf";
+  const auto golden = golden_ids();
+  ASSERT_EQ(golden.size(), 40u);
+  EngineOptions o;
+  o.model_path = path->string();
+  o.threads = 2;
+  o.ctx = 512;
+  o.background_residency = true;
+  auto engine = Engine::load(o);
+  for (int i = 0; i < 3; ++i) {
+    GenerateRequest r;
+    r.prompt = kPrompt;
+    r.max_tokens = 40;
+    r.sampling.temperature = 0.0f;
+    EXPECT_EQ(engine->generate(r, {}).ids, golden) << "request " << i;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // lets the copy finish between requests
+  }
 }
 
 TEST_F(GenerateTest, ValidationNamesTheValues) {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/error.h"
@@ -103,6 +105,26 @@ TEST(ModelLoader, ResidentWeightsAreTheSameBytesOwnedOnce) {
                         {&a.attn_norm, &b.attn_norm}})
       same(*x, *y);
   }
+}
+
+// The split copy of background residency: views keep reading the mapping until adopt(), which
+// then points them at the same bytes in the owned buffer.
+TEST(ModelLoader, ResidentCopyLeavesViewsOnTheMappingUntilAdopted) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  auto m = load_model(path.string());
+  const void* mapped_wq = m->weights.layers[0].wq.data;
+  const std::vector<uint8_t> before(static_cast<const uint8_t*>(mapped_wq),
+                                    static_cast<const uint8_t*>(mapped_wq) + m->weights.layers[0].wq.nbytes);
+  ResidentCopy copy(*m);
+  EXPECT_FALSE(copy.done());
+  std::thread t([&] { copy.copy(nullptr); });
+  t.join();
+  EXPECT_TRUE(copy.done());
+  EXPECT_EQ(m->weights.layers[0].wq.data, mapped_wq);  // not adopted yet
+  copy.adopt();
+  const TensorView& wq = m->weights.layers[0].wq;
+  EXPECT_NE(wq.data, mapped_wq);
+  EXPECT_EQ(std::memcmp(wq.data, before.data(), before.size()), 0);
 }
 
 TEST(ModelLoader, LlamaTinyRandomF16) {
