@@ -28,6 +28,12 @@ const char* backend_name(Backend b) {
   return "unknown";
 }
 
+std::optional<DType> weights_type_from_name(std::string_view name) {
+  const std::optional<DType> t = dtype_from_name(name);
+  if (t && (*t == DType::kF16 || dtype_is_quantized(*t))) return t;
+  return std::nullopt;
+}
+
 namespace {
 
 constexpr int kDefaultCtx = 4096;
@@ -47,12 +53,12 @@ int resolve_threads(const EngineOptions& opts) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// --backend ane: compiled-program cache from the options; q8_0/q4_0 re-quantisation asks for int8
-// ANE weights (per output channel), anything else bakes fp16.
+// --backend ane: compiled-program cache from the options; re-quantisation to any block type asks
+// for int8 ANE weights (per output channel), anything else bakes fp16.
 AneBackendOptions ane_options(const EngineOptions& opts) {
   AneBackendOptions o;
   o.cache_dir = opts.ane_cache_dir;
-  o.int8_weights = opts.weights && (*opts.weights == DType::kQ8_0 || *opts.weights == DType::kQ4_0);
+  o.int8_weights = opts.weights && dtype_is_quantized(*opts.weights);
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/generation.h"
@@ -18,12 +19,18 @@ namespace anelm::engine {
 enum class Backend { kCpu, kAne };
 const char* backend_name(Backend b);
 
+// The types weight matrices can be re-quantized to at load (--weights): f16 and every block type;
+// f32 and bf16 would only grow them. Names in any case; nullopt for anything else.
+std::optional<DType> weights_type_from_name(std::string_view name);
+inline constexpr const char* kWeightsTypeNames =
+    "f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k or iq4_xs";
+
 struct EngineOptions {
   std::string model_path;                 // GGUF file or HuggingFace model directory
   Backend backend = Backend::kCpu;
   int threads = 0;                        // compute threads; 0: all hardware threads
   int ctx = 0;                            // KV cache length in tokens; 0: min(model max_ctx, 4096)
-  std::optional<DType> weights;           // re-quantize weights at load (f16, q8_0, q4_0); nullopt: as stored
+  std::optional<DType> weights;           // re-quantize weight matrices at load (weights_type_from_name); nullopt: as stored
   std::string ane_cache_dir;              // compiled ANE program cache; empty: no disk cache
   DType kv_type = DType::kF16;            // KV cache storage: kF16 (as llama.cpp) or kF32
   int max_batch = 0;                      // prefill tokens per forward chunk; 0: 512 (llama.cpp n_ubatch)

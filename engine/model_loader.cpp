@@ -207,8 +207,8 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
     if (problems.size() > kMaxListed) msg += "; ... and " + std::to_string(problems.size() - kMaxListed) + " more";
     throw Error(only_missing ? ErrorKind::kNotFound : ErrorKind::kFormat, msg);
   }
-  int kept = 0;
-  std::string first_kept;
+  int kept = 0, fell_back = 0;
+  std::string first_kept, first_fallback;
   // Requant / f32 conversion only after every check passed, so a bad file costs no conversion work.
   for (Slot& s : slots) {
     TensorView& t = *s.dst;
@@ -216,13 +216,22 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
     if (s.role == Role::kVector) {
       if (t.dtype != DType::kF32) t = convert_tensor(m, t, DType::kF32);
     } else if (requant && t.dtype != *requant) {
-      if (t.cols() % dtype_block_elems(*requant) != 0) {
-        // As llama.cpp does for such rows: keep the stored type rather than refuse the model.
+      // Rows that are not a multiple of the type's block: as llama.cpp does, a 256-block type falls
+      // back to a 32-block one (kernels::writable_type_for); when none fits, keep the stored type
+      // rather than refuse the model.
+      const std::optional<DType> to = kernels::writable_type_for(*requant, t.cols());
+      if (!to) {
         if (kept++ == 0) first_kept = t.name;
         continue;
       }
-      t = convert_tensor(m, t, *requant);
+      if (*to != *requant && fell_back++ == 0) first_fallback = t.name + " -> " + dtype_name(*to);
+      if (t.dtype != *to) t = convert_tensor(m, t, *to);
     }
+  }
+  if (fell_back > 0) {
+    spdlog::info("'{}': {} matrices (first {}) use a 32-element block type: rows are not a multiple "
+                 "of the {} block of {}", m.path, fell_back, first_fallback, dtype_name(*requant),
+                 dtype_block_elems(*requant));
   }
   if (kept > 0) {
     spdlog::warn("'{}': {} matrices (first '{}') keep their stored type: rows are not a multiple of "

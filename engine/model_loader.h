@@ -24,9 +24,11 @@ struct LoadedModel {
 };
 
 // Throws anelm::Error naming file, tensor, field and values on any problem. `requant` converts
-// matrices (not norms/biases) to that type at load (f16, q8_0, q4_0); nullopt keeps the stored types.
-// Matrices (tok_embd, lm_head, wq..w_down) are F32/F16/BF16/Q8_0/Q4_0; norms and biases are always
-// F32 (F16/BF16 ones are converted into owned buffers). Shape/dtype problems are all listed at once.
+// matrices (not norms/biases) to that type at load (f16 or any block type); a matrix whose rows do
+// not fit the type's block takes kernels::writable_type_for's 32-element fallback, or keeps its
+// stored type when none fits. nullopt keeps the stored types. Matrices (tok_embd, lm_head, wq..w_down)
+// may be any DType; norms and biases are always F32 (F16/BF16 ones are converted into owned
+// buffers). Shape/dtype problems are all listed at once.
 std::unique_ptr<LoadedModel> load_model(const std::string& path,
                                         std::optional<DType> requant = std::nullopt);
 

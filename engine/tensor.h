@@ -4,7 +4,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "engine/kernels/dtype.h"
 #include "engine/kernels/fp16.h"
@@ -26,6 +28,10 @@ struct TensorView {
   int64_t cols() const { return shape[ndim - 1]; }
   int64_t numel() const;
 };
+
+// The DType whose dtype_name is `name`, in any case ("q4_k", "Q4_K", "iq4_xs"); nullopt for
+// anything else.
+std::optional<DType> dtype_from_name(std::string_view name);
 
 // Scalar conversions for loaders: the kernels' one implementation (kernels/fp16.h).
 inline float f16_to_f32(uint16_t h) { return kernels::half_to_float(h); }

@@ -14,6 +14,7 @@
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/engine.h"
 #include "engine/error.h"
 
 #ifndef ANELM_SOURCE_DIR
@@ -43,7 +44,7 @@ void add_flags(cxxopts::Options& o) {
       ("max-queue", "requests that may wait for the engine (default " + std::to_string(d.max_queue) + ")",
        cxxopts::value<int>())
       ("offline", "never download a missing model")
-      ("weights", "re-quantize weights at load: f16 | q8_0 | q4_0 (default: as stored)",
+      ("weights", std::string("re-quantize weights at load: ") + engine::kWeightsTypeNames + " (default: as stored)",
        cxxopts::value<std::string>())
       ("presets", "directory of model presets (default auto: configs/models; '' disables)",
        cxxopts::value<std::string>())
@@ -201,8 +202,8 @@ void validate_options(const ServerOptions& o) {
   need(o.backend == "cpu" || o.backend == "ane", "--backend must be cpu or ane, got '" + o.backend + "'");
   need(o.threads >= 0 && o.threads <= 1024, "--threads must be in [0, 1024]");
   need(o.ctx >= 0 && o.ctx <= (1 << 20), "--ctx must be in [0, 1048576]");
-  need(o.weights.empty() || o.weights == "f16" || o.weights == "q8_0" || o.weights == "q4_0",
-       "--weights must be f16, q8_0 or q4_0, got '" + o.weights + "'");
+  need(o.weights.empty() || engine::weights_type_from_name(o.weights).has_value(),
+       std::string("--weights must be ") + engine::kWeightsTypeNames + ", got '" + o.weights + "'");
   need(o.log_level == "trace" || o.log_level == "debug" || o.log_level == "info" || o.log_level == "warn" ||
            o.log_level == "error",
        "--log-level must be trace, debug, info, warn or error, got '" + o.log_level + "'");

@@ -19,7 +19,7 @@ struct ServerOptions {
   int max_queue = 16;                  // --max-queue: jobs that may wait besides the running one
   std::string config_file;             // --config: JSON file of defaults
   bool offline = false;                // --offline: never download a missing model
-  std::string weights;                 // --weights: re-quantize at load (f16 | q8_0 | q4_0); empty: as stored
+  std::string weights;                 // --weights: re-quantize at load (engine::kWeightsTypeNames); empty: as stored
   std::string presets_dir = "auto";    // --presets: model presets; "auto": configs/models of the source tree; "": none
   std::string ane_cache_dir = "auto";  // --ane-cache: compiled ANE programs; "auto": ~/.cache/anelm/ane; "": off
   std::string chat_template;           // --chat-template: Jinja file used instead of the model's template

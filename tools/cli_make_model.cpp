@@ -22,10 +22,10 @@ engine::Arch parse_arch(const std::string& s) {
 
 engine::DType parse_dtype(const std::string& s) {
   if (s == "f32") return engine::DType::kF32;
-  if (s == "f16") return engine::DType::kF16;
   if (s == "bf16") return engine::DType::kBF16;
-  if (s == "q8_0") return engine::DType::kQ8_0;
-  throw Error(ErrorKind::kInvalidArgument, "--dtype: expected f32, f16, bf16 or q8_0, got '" + s + "'");
+  if (const auto t = engine::weights_type_from_name(s)) return *t;
+  throw Error(ErrorKind::kInvalidArgument,
+              "--dtype: expected f32, bf16, " + std::string(engine::kWeightsTypeNames) + ", got '" + s + "'");
 }
 
 engine::ModelFormat parse_format(const std::string& s) {
@@ -41,7 +41,8 @@ int run_make_model(int argc, char** argv) {
   options.add_options()
       ("arch", "qwen2, qwen3 or llama", cxxopts::value<std::string>()->default_value("qwen2"))
       ("shape", "tiny, tiny256, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b or llama-3.2-tiny", cxxopts::value<std::string>()->default_value("tiny"))
-      ("dtype", "f32, f16, bf16 or q8_0 (q8_0: gguf only)", cxxopts::value<std::string>()->default_value("f16"))
+      ("dtype", std::string("f32, bf16, ") + engine::kWeightsTypeNames + " (block types: gguf only)",
+       cxxopts::value<std::string>()->default_value("f16"))
       ("format", "gguf (a file) or hf (a directory)", cxxopts::value<std::string>()->default_value("gguf"))
       ("out", "output path", cxxopts::value<std::string>())
       ("seed", "weight seed (same seed: same weights in both formats)", cxxopts::value<uint64_t>()->default_value("42"))

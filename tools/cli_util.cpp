@@ -33,7 +33,8 @@ void add_engine_flags(cxxopts::Options& options) {
       ("backend", "cpu or ane", cxxopts::value<std::string>()->default_value("cpu"))
       ("threads", "compute threads (0: all cores)", cxxopts::value<int>()->default_value("0"))
       ("ctx", "context length in tokens (0: min(model, 4096))", cxxopts::value<int>()->default_value("0"))
-      ("weights", "re-quantize weights at load: f16, q8_0 or q4_0", cxxopts::value<std::string>());
+      ("weights", std::string("re-quantize weights at load: ") + engine::kWeightsTypeNames,
+       cxxopts::value<std::string>());
 }
 
 engine::Backend parse_backend(const std::string& name) {
@@ -43,10 +44,9 @@ engine::Backend parse_backend(const std::string& name) {
 }
 
 engine::DType parse_weight_type(const std::string& name) {
-  if (name == "f16") return engine::DType::kF16;
-  if (name == "q8_0") return engine::DType::kQ8_0;
-  if (name == "q4_0") return engine::DType::kQ4_0;
-  throw Error(ErrorKind::kInvalidArgument, "--weights: expected f16, q8_0 or q4_0, got '" + name + "'");
+  if (const auto t = engine::weights_type_from_name(name)) return *t;
+  throw Error(ErrorKind::kInvalidArgument,
+              std::string("--weights: expected ") + engine::kWeightsTypeNames + ", got '" + name + "'");
 }
 
 engine::EngineOptions engine_options_from(const cxxopts::ParseResult& r) {

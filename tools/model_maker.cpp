@@ -190,8 +190,8 @@ int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& 
     const int64_t cols = p.shape.size() == 2 ? p.shape[1] : p.shape[0];
     const int64_t row_bytes = dtype_row_bytes(types[i], cols);
     const uint64_t key = name_key(seed, p.gguf_name);
-    // Q8_0 values are rounded by quantisation itself; f32-stored norms follow the model dtype.
-    const DType round_to = value_dtype == DType::kQ8_0 ? DType::kF32 : value_dtype;
+    // Block-type values are rounded by quantisation itself; f32-stored norms follow the model dtype.
+    const DType round_to = dtype_is_quantized(value_dtype) ? DType::kF32 : value_dtype;
     row.resize(cols);
     for (int64_t r = 0; r < rows; ++r) {
       gen_row(p, cfg, key, r, round_to, row.data());
@@ -245,13 +245,35 @@ void write_hf_config(const ModelConfig& c, DType dtype, const fs::path& dir) {
   if (!out) throw Error(ErrorKind::kIo, "cannot write '" + (dir / "config.json").string() + "'");
 }
 
+// general.file_type: llama.cpp's LLAMA_FTYPE for a file whose matrices are all `dtype` (the K-quants
+// as their _S mixes, the nearest named ones). Informative only: loaders read each tensor's type.
+uint32_t llama_file_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 0;
+    case DType::kF16: return 1;
+    case DType::kQ4_0: return 2;
+    case DType::kQ4_1: return 3;
+    case DType::kQ8_0: return 7;
+    case DType::kQ5_0: return 8;
+    case DType::kQ5_1: return 9;
+    case DType::kQ2_K: return 10;
+    case DType::kQ3_K: return 11;
+    case DType::kQ4_K: return 14;
+    case DType::kQ5_K: return 16;
+    case DType::kQ6_K: return 18;
+    case DType::kIQ4_NL: return 25;
+    case DType::kIQ4_XS: return 30;
+    case DType::kBF16: return 32;
+  }
+  return 0;
+}
+
 void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
   const std::string a = arch_name(c.arch);
   w.add_string("general.architecture", a);
   w.add_string("general.name", c.name);
-  const uint32_t file_type = dtype == DType::kF32 ? 0 : dtype == DType::kF16 ? 1 : dtype == DType::kQ8_0 ? 7 : 32;
-  w.add_u32("general.file_type", file_type);  // LLAMA_FTYPE_ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0 / MOSTLY_BF16
-  if (dtype == DType::kQ8_0) w.add_u32("general.quantization_version", 2);
+  w.add_u32("general.file_type", llama_file_type(dtype));
+  if (dtype_is_quantized(dtype)) w.add_u32("general.quantization_version", 2);
   w.add_u32(a + ".block_count", c.n_layers);
   w.add_u32(a + ".context_length", c.max_ctx);
   w.add_u32(a + ".embedding_length", c.d_model);
@@ -269,11 +291,9 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
 }  // namespace
 
 MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
-  if (o.dtype == DType::kQ4_0) {
-    throw Error(ErrorKind::kInvalidArgument, "make_model: dtype q4_0 is not offered (f32, f16, bf16, q8_0)");
-  }
-  if (o.dtype == DType::kQ8_0 && o.format != ModelFormat::kGguf) {
-    throw Error(ErrorKind::kInvalidArgument, "make_model: q8_0 needs GGUF output (safetensors has no q8_0)");
+  if (dtype_is_quantized(o.dtype) && o.format != ModelFormat::kGguf) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + dtype_name(o.dtype) +
+                                                 " needs GGUF output (safetensors has no block types)");
   }
   ModelConfig c = shape_config(o);
   MakerVocab vocab = load_maker_vocab(o.tokenizer);
@@ -295,8 +315,11 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   made.config = c;
   for (const Plan& p : plan) {
     // GGUF keeps norms and biases in f32 as llama.cpp's converter does; HF uses one dtype throughout.
+    // A matrix whose rows do not fit the block type falls back as llama.cpp's quantizer would
+    // (32-element type, else f16).
     const bool vec = p.kind == Kind::kNorm || p.kind == Kind::kBias || p.kind == Kind::kRopeFreqs;
-    types.push_back(gguf && vec ? DType::kF32 : o.dtype);
+    types.push_back(gguf && vec ? DType::kF32
+                                : kernels::writable_type_for(o.dtype, p.shape.back()).value_or(DType::kF16));
     int64_t n = 1;
     for (int64_t s : p.shape) n *= s;
     made.n_params += n;

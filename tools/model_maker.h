@@ -13,7 +13,7 @@ namespace anelm::tools {
 struct MakeModelOptions {
   engine::Arch arch = engine::Arch::kQwen2;
   std::string shape = "tiny";        // "tiny" (2 layers, d 64, 4/2 heads, d_ff 128) | "tiny256" (d 256, d_ff 512) | "qwen2.5-0.5b"
-  engine::DType dtype = engine::DType::kF16;         // matrices: f32 | f16 | bf16 | q8_0 (q8_0: GGUF only)
+  engine::DType dtype = engine::DType::kF16;         // matrices: f32 | f16 | bf16 | any block type (GGUF only)
   engine::ModelFormat format = engine::ModelFormat::kGguf;
   uint64_t seed = 42;                // same seed: same values in the GGUF and the HF form
   std::string tokenizer;             // "" synthetic 512-token byte-level BPE; a .gguf (all tokenizer.*

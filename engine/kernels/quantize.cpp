@@ -96,8 +96,33 @@ void row_from_f32(const float* src, DType t, void* dst, int64_t n) {
     }
     case DType::kQ8_0: quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n); return;
     case DType::kQ4_0: quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n); return;
-    default: break;  // not a target (dtype_quantizable): callers check first
+    case DType::kQ4_1: quantize_row_q4_1(src, static_cast<BlockQ4_1*>(dst), n); return;
+    case DType::kQ5_0: quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n); return;
+    case DType::kQ5_1: quantize_row_q5_1(src, static_cast<BlockQ5_1*>(dst), n); return;
+    case DType::kIQ4_NL: quantize_row_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n); return;
+    case DType::kQ2_K: quantize_row_q2_k(src, static_cast<BlockQ2_K*>(dst), n); return;
+    case DType::kQ3_K: quantize_row_q3_k(src, static_cast<BlockQ3_K*>(dst), n); return;
+    case DType::kQ4_K: quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n); return;
+    case DType::kQ5_K: quantize_row_q5_k(src, static_cast<BlockQ5_K*>(dst), n); return;
+    case DType::kQ6_K: quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n); return;
+    case DType::kIQ4_XS: quantize_row_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n); return;
   }
+}
+
+std::optional<DType> writable_type_for(DType want, int64_t cols) {
+  if (cols % dtype_block_elems(want) == 0) return want;
+  DType fallback = want;
+  switch (want) {
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kIQ4_XS: fallback = DType::kIQ4_NL; break;
+    case DType::kQ4_K: fallback = DType::kQ5_0; break;
+    case DType::kQ5_K: fallback = DType::kQ5_1; break;
+    case DType::kQ6_K: fallback = DType::kQ8_0; break;
+    default: return std::nullopt;  // a 32-element type already
+  }
+  if (cols % dtype_block_elems(fallback) == 0) return fallback;
+  return std::nullopt;
 }
 
 }  // namespace anelm::engine::kernels

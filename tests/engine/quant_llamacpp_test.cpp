@@ -1,8 +1,9 @@
 // llama.cpp's own quantizer output, read and run by anelm in its stored types: a generated Qwen3
 // (shape tiny256, every row a multiple of 256) quantized by the peer's llamacpp-quantize to the
 // Q4_K_M / Q5_K_M / Q3_K_M / Q2_K mixes and to each base type (--pure), against llama.cpp's
-// recorded greedy ids and logits on the same files (fixture). The quantizer is needed at test time
-// (anelm writes no K-quants), so the test skips when ../shared/peers is absent.
+// recorded greedy ids and logits on the same files (fixture). The files must be llama.cpp's own
+// (anelm's writers are checked in quantize_vs_llamacpp_test.cpp), so the quantizer is needed at test
+// time and the test skips when ../shared/peers is absent.
 //
 // Random weights make this model chaotic under activation quantisation: llama.cpp's own top logit
 // moves by up to ~0.7 between its flash-attention on/off paths (anelm's between F16 and F32 KV), so

@@ -78,6 +78,26 @@ TEST(ServerOptions, Rejections) {
   }
 }
 
+TEST(ServerOptions, WeightsTakesEveryBlockType) {
+  std::string cfg = write_config("{}");
+  for (const char* t : {"f16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k",
+                        "q6_k", "iq4_xs", "Q4_K"}) {
+    EXPECT_EQ(parse({"--config", cfg, "--weights", t}).options.weights, t);
+  }
+  EXPECT_EQ(parse({"--config", write_config(R"({"weights": "q6_k"})")}).options.weights, "q6_k");
+  for (const char* bad : {"q4_k_m", "f32", "q7_k"}) {
+    try {
+      parse({"--config", cfg, "--weights", bad});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("--weights must be f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, "
+                                                       "q2_k, q3_k, q4_k, q5_k, q6_k or iq4_xs, got '") + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(ServerOptions, AliasChatTemplateAndLogLevel) {
   std::string cfg = write_config(R"({"log_level": "warn"})");
   auto p = parse({"--config", cfg, "--alias", "qwen2.5-0.5b", "--chat-template", "t.jinja"});

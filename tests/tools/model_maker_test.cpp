@@ -154,6 +154,37 @@ TEST(ModelMaker, Q8_0GgufOnly) {
   EXPECT_THROW(make_model(o, (dir / "x.gguf").string()), Error);
 }
 
+TEST(ModelMaker, BlockTypesWithLlamaCppFallback) {
+  fs::path dir = make_temp_dir("maker");
+  MakeModelOptions o;
+  o.shape = "tiny256";  // every row a multiple of 256
+  o.dtype = DType::kF32;
+  auto ref = load_model(make_model(o, (dir / "f32.gguf").string()).path);
+  o.dtype = DType::kQ4_K;
+  auto lm = load_model(make_model(o, (dir / "q4_k.gguf").string()).path);
+  EXPECT_EQ(lm->weights.layers[0].wk.dtype, DType::kQ4_K);
+  EXPECT_EQ(lm->weights.tok_embd.dtype, DType::kQ4_K);
+  EXPECT_EQ(lm->weights.layers[0].bk.dtype, DType::kF32);
+  // The f32 values, quantized (Q4_K: a step of about 1/15 of a 32-element run's span).
+  const TensorView &q = lm->weights.layers[1].w_down, &f = ref->weights.layers[1].w_down;
+  const std::vector<float> a = values(q), b = values(f);
+  double err = 0, power = 0;
+  for (size_t i = 0; i < a.size(); ++i) err += (a[i] - b[i]) * (a[i] - b[i]), power += b[i] * b[i];
+  EXPECT_LT(std::sqrt(err / power), 0.09);
+  auto g = GgufFile::open(lm->path);
+  EXPECT_EQ(g->get_int("general.file_type"), 14);  // LLAMA_FTYPE_MOSTLY_Q4_K_S
+  EXPECT_EQ(g->get_int("general.quantization_version"), 2);
+
+  // Shape "tiny": rows of 64 and 128 take llama.cpp's 32-element fallback.
+  o.shape = "tiny";
+  o.dtype = DType::kQ6_K;
+  lm = load_model(make_model(o, (dir / "q6_k.gguf").string()).path);
+  EXPECT_EQ(lm->weights.layers[0].wq.dtype, DType::kQ8_0);
+  EXPECT_EQ(lm->weights.layers[0].w_down.dtype, DType::kQ8_0);
+  o.format = ModelFormat::kHf;
+  EXPECT_THROW(make_model(o, (dir / "hf").string()), Error);
+}
+
 TEST(ModelMaker, SyntheticVocabIsByteLevelBpe) {
   fs::path dir = make_temp_dir("maker");
   MadeModel m = make_model({}, (dir / "q.gguf").string());
