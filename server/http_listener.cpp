@@ -111,7 +111,8 @@ struct HttpListener::Impl {
   void worker_loop();
   void serve(const std::shared_ptr<Conn>& c);
   bool write_all(Conn& c, std::string_view data);
-  bool write_response(Conn& c, HttpResponse& r);
+  // before_last_write runs just before the final bytes (the whole buffered response, or the end of a stream).
+  bool write_response(Conn& c, HttpResponse& r, const std::function<void()>& before_last_write);
   bool client_gone(Conn& c);
   void close_busy(Conn& c);
 
@@ -468,7 +469,7 @@ class ChunkedSink : public StreamSink {
 
 }  // namespace
 
-bool HttpListener::Impl::write_response(Conn& c, HttpResponse& r) {
+bool HttpListener::Impl::write_response(Conn& c, HttpResponse& r, const std::function<void()>& before_last_write) {
   const bool keep = c.head.keep_alive && !stopping.load() && c.served + 1 < opts.max_requests_per_connection;
   std::vector<std::pair<std::string, std::string>> h = r.headers;
   const bool no_body = r.status == 204 || r.status == 304 || r.status < 200;
@@ -479,6 +480,7 @@ bool HttpListener::Impl::write_response(Conn& c, HttpResponse& r) {
     std::string msg = response_head(r.status, h);
     if (!no_body && c.head.method != "HEAD") msg += r.body;
     c.head_sent = true;
+    before_last_write();
     return write_all(c, msg) && keep;
   }
   const bool chunked = c.head.minor_version == 1;
@@ -495,6 +497,7 @@ bool HttpListener::Impl::write_response(Conn& c, HttpResponse& r) {
   if (r.content_type.rfind("text/event-stream", 0) == 0) c.probe = [&sink] { return sink.write(": \n\n"); };
   if (c.head.method != "HEAD") r.stream(sink);
   c.probe = nullptr;
+  before_last_write();
   return sink.finish() && chunked && keep && !c.write_failed;
 }
 
@@ -517,8 +520,9 @@ void HttpListener::Impl::serve(const std::shared_ptr<Conn>& cp) {
     return !c || client_gone(*c);
   };
   HttpResponse r = cb.handle(c.req);
-  const bool keep = write_response(c, r);
-  cb.done(c.req, r.status, c.t0);
+  // Logged and counted before the last bytes leave, so a client that reads /metrics right after
+  // its response always finds that response counted.
+  const bool keep = write_response(c, r, [&] { cb.done(c.req, r.status, c.t0); });
   c.req.client_gone = nullptr;
   if (!keep || stopping.load()) return close_busy(c);
   c.served++;
