@@ -116,6 +116,12 @@ TEST_P(AttentionTest, PeakedScoresStayFinite) {
   }
 }
 
+TEST_P(AttentionTest, DeepCacheMatchesReference) {
+  // The engine's last 512-token prefill chunk of a 2048-token prompt (Qwen2.5-0.5B: 7 heads per KV
+  // head), cut to its last 64 tokens to keep the reference quick.
+  for (DType kv : {DType::kF32, DType::kF16}) check(k(), {64, 1984, 7, 64}, kv, 2.0f);
+}
+
 TEST(AttentionTable, EveryIsaHasTheKernel) {
   for (Isa isa : supported_isas()) EXPECT_NE(kernel_table(isa)->attend_causal, nullptr) << isa_name(isa);
 }
