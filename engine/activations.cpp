@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "engine/kernels/kernels.h"
+
 namespace anelm::engine {
 
 Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n_threads)
@@ -21,6 +23,8 @@ Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n
   xq.assign(B * static_cast<size_t>((max_cols + kQBlock - 1) / kQBlock), QBlock8{});
   xk.assign(B * static_cast<size_t>((max_cols + kQKBlock - 1) / kQKBlock), QBlockK{});
   scores.assign(static_cast<size_t>(std::max(n_threads, 1)) * ctx, 0.0f);
+  attn_scratch_floats = kernels::attention_scratch_floats(cfg.head_dim);
+  attn_scratch.assign(static_cast<size_t>(std::max(n_threads, 1) * attn_scratch_floats), 0.0f);
   logits.assign(static_cast<size_t>(cfg.vocab_size), 0.0f);
 }
 

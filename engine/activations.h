@@ -26,6 +26,8 @@ struct Activations {
   std::vector<QBlock8> xq;  // [B][max(d_model, q_dim, d_ff) / 32] Q8 activations
   std::vector<QBlockK> xk;  // [B][max(d_model, q_dim, d_ff) / 256] Q8_K activations (K-quant weights)
   std::vector<float> scores;         // [threads][ctx] attention scores, one row per thread
+  int64_t attn_scratch_floats = 0;   // per thread: kernels::attention_scratch_floats(head_dim)
+  std::vector<float> attn_scratch;   // [threads][attn_scratch_floats] attend_causal working set
   std::vector<float> logits;         // [vocab] logits of the last token
 };
 

@@ -2,6 +2,7 @@
 // output projection + residual -> RMSNorm -> fused gate/up -> SiLU*up -> down + residual.
 #include "engine/cpu_executor.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/activations.h"
@@ -99,7 +100,8 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   k_.add(b.x, a.proj.data(), n * d, b.x);
 }
 
-// RoPE on q/k, store k/v at [pos, pos + n), then every (token, head) attends over [0, pos + t].
+// RoPE on q/k, store k/v at [pos, pos + n), then blocked causal attention (attend_causal) over
+// units of (kv head, query block): each unit reads its head's K/V once for all the group's heads.
 void CpuExecutor::attention(const LayerBatch& b) {
   Activations& a = *b.acts;
   KvCache& kv = *b.kv;
@@ -117,22 +119,40 @@ void CpuExecutor::attention(const LayerBatch& b) {
       k_.store_kv(vr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.v(b.layer, h)) + at);
     }
   }
+  // A query block fills one kernel pass (kAttentionMaxRows token x head rows): fewer tokens would
+  // re-read K/V for half-empty passes, more would not share the reads (passes run one by one).
+  const int block = std::max(1, static_cast<int>(kernels::kAttentionMaxRows) / group);
+  const int n_blocks = (n + block - 1) / block;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   auto run = [&](int64_t begin, int64_t end, int thread) {
-    float* scores = a.scores.data() + static_cast<int64_t>(thread) * a.ctx;
-    for (int64_t i = begin; i < end; ++i) {
-      // Head-major order: each thread's contiguous share holds every token (causal work balanced).
-      const int h = static_cast<int>(i / n), t = static_cast<int>(i % n);
-      const int64_t off = static_cast<int64_t>(t) * q_dim + static_cast<int64_t>(h) * hd;
-      k_.attend_head(a.q.data() + off, kv.k(b.layer, h / group), kv.v(b.layer, h / group), kv.dtype(),
-                     b.pos + t + 1, hd, scale, scores, a.att.data() + off);
+    float* scratch = a.attn_scratch.data() + thread * a.attn_scratch_floats;
+    for (int64_t u = begin; u < end; ++u) {
+      // Last query blocks first: they attend over the most positions, so the tail of the dynamic
+      // schedule holds the short units and the threads finish together.
+      const int qb = n_blocks - 1 - static_cast<int>(u / n_kv), h = static_cast<int>(u % n_kv);
+      const int t0 = qb * block;
+      const int64_t off = static_cast<int64_t>(t0) * q_dim + static_cast<int64_t>(h) * group * hd;
+      kernels::AttentionArgs args;
+      args.q = a.q.data() + off;
+      args.out = a.att.data() + off;
+      args.ld = q_dim;
+      args.k = kv.k(b.layer, h);
+      args.v = kv.v(b.layer, h);
+      args.kv = kv.dtype();
+      args.n_q = std::min(block, n - t0);
+      args.pos0 = b.pos + t0;
+      args.group = group;
+      args.head_dim = hd;
+      args.scale = scale;
+      k_.attend_causal(args, scratch);
     }
   };
+  const int64_t units = static_cast<int64_t>(n_blocks) * n_kv;
   const int64_t work = static_cast<int64_t>(n) * n_heads * (b.pos + n) * hd;
   if (work < inline_macs_) {
-    run(0, static_cast<int64_t>(n) * n_heads, 0);
+    run(0, units, 0);
   } else {
-    pool_.parallel_for(static_cast<int64_t>(n) * n_heads, run);
+    pool_.parallel_for(units, run);
   }
 }
 

@@ -11,7 +11,7 @@ namespace anelm::engine {
 
 // Layout (one buffer each for K and V): [n_layers][n_kv_heads][ctx][head_dim] elements of dtype().
 // A query head attends over one contiguous [n_pos][head_dim] block, which is what
-// KernelTable::attend_head reads. Positions [0, n) are valid once a forward pass wrote them; the
+// KernelTable::attend_head and attend_causal read. Positions [0, n) are valid once a forward pass wrote them; the
 // cache does not track n itself (the generator does). Not copyable: copy() is the explicit,
 // expensive way.
 class KvCache {

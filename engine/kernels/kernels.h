@@ -22,6 +22,36 @@ using AttendFn = void (*)(const float* q, const void* k, const void* v, DType kv
                           int head_dim, float scale, float* __restrict scores,
                           float* __restrict out);
 
+// Causal attention of n_q consecutive query tokens sharing one KV head (one GQA group of `group`
+// query heads). Token t sits at position pos0 + t and attends over cached positions [0, pos0 + t];
+// its head h reads q[t * ld + h * head_dim ..] and writes out[t * ld + h * head_dim ..].
+// k, v: [>= pos0 + n_q][head_dim] of type kv (F32 or F16), the KvCache block of that head.
+struct AttentionArgs {
+  const float* q = nullptr;
+  float* out = nullptr;
+  int64_t ld = 0;  // floats between consecutive tokens' rows in q and out
+  const void* k = nullptr;
+  const void* v = nullptr;
+  DType kv = DType::kF16;
+  int n_q = 0;
+  int pos0 = 0;
+  int group = 1;
+  int head_dim = 0;
+  float scale = 1.0f;
+};
+
+// Scratch one attend_causal call needs, in floats (an upper bound for every ISA's table).
+// The kernels hold up to 64 query rows (token x head) and 32 K/V positions at a time.
+constexpr int64_t kAttentionMaxRows = 64;
+constexpr int64_t kAttentionKvBlock = 32;
+constexpr int64_t attention_scratch_floats(int head_dim) {
+  return 2 * head_dim * kAttentionMaxRows + 4 * kAttentionMaxRows + 2 * kAttentionKvBlock * head_dim +
+         kAttentionKvBlock * kAttentionMaxRows;
+}
+
+// scratch: attention_scratch_floats(head_dim) floats, owned by the calling thread.
+using AttendCausalFn = void (*)(const AttentionArgs& a, float* __restrict scratch);
+
 struct KernelTable {
   Isa isa = Isa::kScalar;
   MatmulFn matmul[kNumDTypes] = {};  // indexed by dtype_index(weight type)
@@ -42,6 +72,10 @@ struct KernelTable {
   void (*silu_mul)(const float* gate, const float* up, int n, float* out) = nullptr;
   void (*add)(const float* a, const float* b, int n, float* out) = nullptr;  // out may alias a
   AttendFn attend_head = nullptr;
+  // Blocked causal attention with an online softmax (flash-attention style): every K/V row is read
+  // once per pass of up to kAttentionMaxRows query rows, shared by the heads of the group. Prefill
+  // (n_q > 1) and decode (n_q = 1: the group's heads are the rows) use the same kernel.
+  AttendCausalFn attend_causal = nullptr;
   // KV cache stores: dst[n] = src[n] converted (F16 round to nearest even) or copied (F32).
   void (*store_kv)(const float* src, DType kv, int n, void* __restrict dst) = nullptr;
 };

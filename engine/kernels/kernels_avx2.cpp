@@ -327,6 +327,35 @@ void store_kv(const float* src, DType kv, int n, void* __restrict dst) {
   for (; i < n; ++i) d[i] = float_to_half(src[i]);
 }
 
+// Lane operations of the blocked causal attention (attention_simd-inl.h).
+struct AttnSimd {
+  using V = __m256;
+  static constexpr int W = 8;
+  static constexpr int kJT = 2;  // 8 accumulators + 4 query vectors + 1 broadcast of 16 registers
+  static constexpr int kDT = 2;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V x) { _mm256_storeu_ps(p, x); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V exp(V x) { return exp256(x); }
+  static V keep_le(V x, V j, V limit, float fill) {
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), x, _mm256_cmp_ps(j, limit, _CMP_LE_OQ));
+  }
+  static void to_f32(const uint16_t* src, int n, float* dst) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+    }
+    for (; i < n; ++i) dst[i] = half_to_float(src[i]);
+  }
+};
+#include "engine/kernels/attention_simd-inl.h"
+
 #include "engine/kernels/kernels_quant_simd-inl.h"
 
 template <class K>
@@ -351,6 +380,7 @@ const KernelTable& avx2_kernel_table() {
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;
     t.attend_head = attend_head;
+    t.attend_causal = attend_causal;
     t.store_kv = store_kv;
     return t;
   }();

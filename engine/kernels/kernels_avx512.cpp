@@ -691,6 +691,34 @@ void store_kv(const float* src, DType kv, int n, void* __restrict dst) {
   }
 }
 
+// Lane operations of the blocked causal attention (attention_simd-inl.h).
+struct AttnSimd {
+  using V = __m512;
+  static constexpr int W = 16;
+  static constexpr int kJT = 4;  // 16 accumulators + 4 query vectors + 1 broadcast of 32 registers
+  static constexpr int kDT = 4;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V x) { _mm512_storeu_ps(p, x); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V exp(V x) { return exp512(x); }
+  static V keep_le(V x, V j, V limit, float fill) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(j, limit, _CMP_LE_OQ), _mm512_set1_ps(fill), x);
+  }
+  static void to_f32(const uint16_t* src, int n, float* dst) {
+    for (int i = 0; i < n; i += 16) {
+      const __mmask16 m = tail_mask(n - i);
+      _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
+    }
+  }
+};
+#include "engine/kernels/attention_simd-inl.h"
+
 #define ANELM_QUANT_VNNI 1
 #include "engine/kernels/kernels_quant_simd-inl.h"
 #include "engine/kernels/kernels_quant_avx512-inl.h"
@@ -721,6 +749,7 @@ const KernelTable& avx512_kernel_table() {
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;
     t.attend_head = attend_head;
+    t.attend_causal = attend_causal;
     t.store_kv = store_kv;
     return t;
   }();

@@ -133,6 +133,8 @@ void g_attend_head(const float* q, const void* k, const void* v, DType kv, int n
   }
 }
 
+#include "engine/kernels/attention_generic-inl.h"
+
 // ---- matmul (portable: one row at a time, 8 partial sums per dot) --------------------------------
 
 template <typename Load>
@@ -238,6 +240,7 @@ KernelTable g_table(Isa isa) {
   t.silu_mul = g_silu_mul;
   t.add = g_add;
   t.attend_head = g_attend_head;
+  t.attend_causal = g_attend_causal;
   t.store_kv = g_store_kv;
   return t;
 }

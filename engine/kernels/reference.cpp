@@ -277,4 +277,14 @@ void attend_head(const float* q, const void* k, const void* v, DType kv, int n_p
   }
 }
 
+void attend_causal(const AttentionArgs& a) {
+  std::vector<float> scores(static_cast<size_t>(a.pos0 + a.n_q));
+  for (int t = 0; t < a.n_q; ++t) {
+    for (int h = 0; h < a.group; ++h) {
+      const int64_t off = t * a.ld + static_cast<int64_t>(h) * a.head_dim;
+      attend_head(a.q + off, a.k, a.v, a.kv, a.pos0 + t + 1, a.head_dim, a.scale, scores.data(), a.out + off);
+    }
+  }
+}
+
 }  // namespace anelm::engine::kernels::ref

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "engine/kernels/dtype.h"
+#include "engine/kernels/kernels.h"
 
 namespace anelm::engine::kernels::ref {
 
@@ -57,5 +58,9 @@ void attention(const float* q, const float* k, const float* v, int n_pos, int n_
 // scores [n_pos] scratch; out [head_dim] = softmax(q.k * scale) . v.
 void attend_head(const float* q, const void* k, const void* v, DType kv, int n_pos, int head_dim,
                  float scale, float* __restrict scores, float* __restrict out);
+
+// Same contract as KernelTable::attend_causal: every (token t, head h) row is attend_head over
+// positions [0, pos0 + t] of the group's K/V (two-pass softmax, double accumulators).
+void attend_causal(const AttentionArgs& a);
 
 }  // namespace anelm::engine::kernels::ref

@@ -1,0 +1,179 @@
+// attend_causal (see KernelTable) on SIMD vectors, written once for AVX2 and AVX-512. Query rows
+// (token x head of one GQA group) run across the vector lanes, up to 4 vectors of them per pass:
+// scores, the online-softmax max/sum and the output accumulators are then plain lane-wise
+// operations (no horizontal sums), and each K/V element, broadcast from the f32 copy of its block,
+// feeds every row of the pass. A pass walks K/V in blocks of kAttentionKvBlock positions: scores
+// -> new running max -> rescale of the sums so far -> p = exp(s - max) -> p . V. Only blocks that
+// reach past the pass's first row's position need the causal mask.
+//
+// Include inside the per-ISA anonymous namespace after defining `struct AttnSimd`:
+//   using V; W (lanes); kJT (K positions per score tile); kDT (head dims per p.V tile);
+//   zero, set1, load, store, fmadd, mul, add, sub, max, exp (clamped, as exp256/exp512);
+//   keep_le(x, j, limit, fill): x in lanes where j <= limit, else fill;
+//   to_f32(src, n, dst): n halves -> floats.
+// No include guard on purpose.
+
+constexpr int kAttnRows = 4 * AttnSimd::W;  // query rows per pass
+constexpr int kAttnKb = static_cast<int>(kAttentionKvBlock);
+static_assert(kAttnRows <= kAttentionMaxRows, "scratch is sized for kAttentionMaxRows rows");
+
+// p[jj][lanes] = qt[.][lanes] . kb[jj][.] for JT consecutive positions (qt already scaled).
+template <int NV, int JT>
+inline void attn_scores_tile(const float* qt, const float* kb, int hd, float* p) {
+  using V = AttnSimd::V;
+  V acc[JT][NV];
+#pragma GCC unroll 4
+  for (int jj = 0; jj < JT; ++jj) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[jj][v] = AttnSimd::zero();
+  }
+  for (int d = 0; d < hd; ++d) {
+    V q[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) q[v] = AttnSimd::load(qt + d * kAttnRows + v * AttnSimd::W);
+#pragma GCC unroll 4
+    for (int jj = 0; jj < JT; ++jj) {
+      const V b = AttnSimd::set1(kb[jj * hd + d]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[jj][v] = AttnSimd::fmadd(q[v], b, acc[jj][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int jj = 0; jj < JT; ++jj) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) AttnSimd::store(p + jj * kAttnRows + v * AttnSimd::W, acc[jj][v]);
+  }
+}
+
+// ot[dd][lanes] = ot[dd][lanes] * corr + sum_j p[j][lanes] * vb[j][dd] for DT head dims.
+template <int NV, int DT>
+inline void attn_pv_tile(const float* p, const float* vb, int hd, int nb, const float* corr, float* ot) {
+  using V = AttnSimd::V;
+  V acc[DT][NV];
+#pragma GCC unroll 4
+  for (int dd = 0; dd < DT; ++dd) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      acc[dd][v] = AttnSimd::mul(AttnSimd::load(ot + dd * kAttnRows + v * AttnSimd::W),
+                                 AttnSimd::load(corr + v * AttnSimd::W));
+    }
+  }
+  for (int j = 0; j < nb; ++j) {
+    V pv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) pv[v] = AttnSimd::load(p + j * kAttnRows + v * AttnSimd::W);
+#pragma GCC unroll 4
+    for (int dd = 0; dd < DT; ++dd) {
+      const V b = AttnSimd::set1(vb[j * hd + dd]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[dd][v] = AttnSimd::fmadd(pv[v], b, acc[dd][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int dd = 0; dd < DT; ++dd) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) AttnSimd::store(ot + dd * kAttnRows + v * AttnSimd::W, acc[dd][v]);
+  }
+}
+
+// One pass over rows [r0, r0 + n_rows) of the flattened (token, head) list, NV vectors of lanes.
+template <int NV>
+void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scratch) {
+  using V = AttnSimd::V;
+  constexpr int kLanes = NV * AttnSimd::W;
+  const int hd = a.head_dim;
+  float* qt = scratch;                  // [hd][kAttnRows] scaled queries, one row per lane
+  float* ot = qt + hd * kAttnRows;      // [hd][kAttnRows] running sum of p * v
+  float* m = ot + hd * kAttnRows;       // [kAttnRows] running max of the scores
+  float* l = m + kAttnRows;             // [kAttnRows] running sum of p
+  float* corr = l + kAttnRows;          // [kAttnRows] rescale factor of the current block
+  float* rowpos = corr + kAttnRows;     // [kAttnRows] position of each row's token (exact as float)
+  float* kf = rowpos + kAttnRows;       // [kAttnKb][hd] the K block as f32 (F16 caches)
+  float* vf = kf + kAttnKb * hd;        // [kAttnKb][hd] the V block as f32
+  float* p = vf + kAttnKb * hd;         // [kAttnKb][kAttnRows] scores, then probabilities
+
+  // Padding lanes repeat the last row: finite values, never written out.
+  for (int i = 0; i < kLanes; ++i) {
+    const int r = r0 + (i < n_rows ? i : n_rows - 1);
+    const int t = r / a.group, h = r % a.group;
+    const float* q = a.q + t * a.ld + static_cast<int64_t>(h) * hd;
+    for (int d = 0; d < hd; ++d) qt[d * kAttnRows + i] = q[d] * a.scale;
+    rowpos[i] = static_cast<float>(a.pos0 + t);
+    m[i] = -INFINITY;  // every row sees position 0 in the first block, so max turns finite there
+    l[i] = 0.0f;
+  }
+  for (int d = 0; d < hd; ++d) {
+    for (int v = 0; v < NV; ++v) AttnSimd::store(ot + d * kAttnRows + v * AttnSimd::W, AttnSimd::zero());
+  }
+  const int pos_first = a.pos0 + r0 / a.group;
+  const int n_pos = a.pos0 + (r0 + n_rows - 1) / a.group + 1;
+
+  for (int j0 = 0; j0 < n_pos; j0 += kAttnKb) {
+    const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
+    const float* kb = static_cast<const float*>(a.k) + int64_t{j0} * hd;
+    const float* vb = static_cast<const float*>(a.v) + int64_t{j0} * hd;
+    if (a.kv == DType::kF16) {
+      AttnSimd::to_f32(static_cast<const uint16_t*>(a.k) + int64_t{j0} * hd, nb * hd, kf);
+      AttnSimd::to_f32(static_cast<const uint16_t*>(a.v) + int64_t{j0} * hd, nb * hd, vf);
+      kb = kf;
+      vb = vf;
+    }
+    int j = 0;
+    for (; j + AttnSimd::kJT <= nb; j += AttnSimd::kJT) {
+      attn_scores_tile<NV, AttnSimd::kJT>(qt, kb + j * hd, hd, p + j * kAttnRows);
+    }
+    for (; j < nb; ++j) attn_scores_tile<NV, 1>(qt, kb + j * hd, hd, p + j * kAttnRows);
+
+    const bool masked = j0 + nb - 1 > pos_first;  // some row of the pass ends inside this block
+    for (int v = 0; v < NV; ++v) {
+      const int lane0 = v * AttnSimd::W;
+      const V limit = AttnSimd::load(rowpos + lane0);
+      V bm = AttnSimd::set1(-INFINITY);
+      for (int jj = 0; jj < nb; ++jj) {
+        V s = AttnSimd::load(p + jj * kAttnRows + lane0);
+        if (masked) s = AttnSimd::keep_le(s, AttnSimd::set1(static_cast<float>(j0 + jj)), limit, -INFINITY);
+        bm = AttnSimd::max(bm, s);
+      }
+      const V m_old = AttnSimd::load(m + lane0);
+      const V m_new = AttnSimd::max(m_old, bm);
+      const V c = AttnSimd::exp(AttnSimd::sub(m_old, m_new));  // clamped exp: ~0 for -inf
+      V sum = AttnSimd::zero();
+      for (int jj = 0; jj < nb; ++jj) {
+        V e = AttnSimd::exp(AttnSimd::sub(AttnSimd::load(p + jj * kAttnRows + lane0), m_new));
+        if (masked) e = AttnSimd::keep_le(e, AttnSimd::set1(static_cast<float>(j0 + jj)), limit, 0.0f);
+        AttnSimd::store(p + jj * kAttnRows + lane0, e);
+        sum = AttnSimd::add(sum, e);
+      }
+      AttnSimd::store(l + lane0, AttnSimd::fmadd(AttnSimd::load(l + lane0), c, sum));
+      AttnSimd::store(m + lane0, m_new);
+      AttnSimd::store(corr + lane0, c);
+    }
+
+    int d = 0;
+    for (; d + AttnSimd::kDT <= hd; d += AttnSimd::kDT) {
+      attn_pv_tile<NV, AttnSimd::kDT>(p, vb + d, hd, nb, corr, ot + d * kAttnRows);
+    }
+    for (; d < hd; ++d) attn_pv_tile<NV, 1>(p, vb + d, hd, nb, corr, ot + d * kAttnRows);
+  }
+
+  for (int i = 0; i < n_rows; ++i) {
+    const int r = r0 + i;
+    const int t = r / a.group, h = r % a.group;
+    float* o = a.out + t * a.ld + static_cast<int64_t>(h) * hd;
+    const float inv = 1.0f / l[i];
+    for (int d = 0; d < hd; ++d) o[d] = ot[d * kAttnRows + i] * inv;
+  }
+}
+
+void attend_causal(const AttentionArgs& a, float* __restrict scratch) {
+  const int rows = a.n_q * a.group;
+  for (int r0 = 0; r0 < rows; r0 += kAttnRows) {
+    const int n = rows - r0 < kAttnRows ? rows - r0 : kAttnRows;
+    switch ((n + AttnSimd::W - 1) / AttnSimd::W) {
+      case 1: attn_pass<1>(a, r0, n, scratch); break;
+      case 2: attn_pass<2>(a, r0, n, scratch); break;
+      case 3: attn_pass<3>(a, r0, n, scratch); break;
+      default: attn_pass<4>(a, r0, n, scratch); break;
+    }
+  }
+}
