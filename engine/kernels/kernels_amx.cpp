@@ -256,7 +256,7 @@ PanelA prepare_panel(const uint8_t* w, int64_t rb, int64_t cols, int64_t r0, int
   for (int r = 0; r < kT; ++r) {
     int8_t* q = s.rows_q.data() + r * cols;
     if (r < nr) {
-      U::row(w + (r0 + r) * rb, cols, UnpackOut{q, s.ws.data() + r, s.wm.data() + r, kT});
+      U::row(w + (r0 + r) * rb, cols, UnpackOut{q, s.ws.data() + r, s.wm.data() + r, kT, nullptr, nullptr});
     } else {
       std::memset(q, 0, static_cast<size_t>(cols));
       for (int64_t g = 0; g < ng; ++g) s.ws[g * kT + r] = s.wm[g * kT + r] = 0.0f;
