@@ -82,8 +82,9 @@ void ModelConfig::validate(const std::string& source) const {
     p.add("n_kv_heads", n_kv_heads, "must be <= n_heads = " + std::to_string(n_heads));
   }
   if (head_dim > 0 && head_dim % 2 != 0) p.add("head_dim", head_dim, "must be even for RoPE");
-  // Llama and Qwen2 checkpoints always split d_model evenly across the query heads.
-  if (n_heads > 0 && head_dim > 0 && d_model > 0 && q != d_model) {
+  // Llama and Qwen2 checkpoints always split d_model evenly across the query heads; Qwen3 sets
+  // head_dim on its own (Qwen3-0.6B: 16 x 128 = 2048 query columns for d_model 1024).
+  if (arch != Arch::kQwen3 && n_heads > 0 && head_dim > 0 && d_model > 0 && q != d_model) {
     p.add("head_dim", head_dim, "head_dim * n_heads = " + std::to_string(q) +
                                     " must equal d_model = " + std::to_string(d_model));
   }

@@ -1,5 +1,7 @@
 // `anelm generate`: runs one prompt through the engine and prints the continuation (or JSON with --json).
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,31 @@ engine::SamplingParams sampling_from(const cxxopts::ParseResult& r) {
   return s;
 }
 
+// Teacher forcing for parity checks against another engine: one forward over prompt + teacher
+// (all logits), and per step i the top-k raw logits after prompt + teacher[0..i). Raw logits, not
+// logprobs, because those are what llama.cpp's llamacpp-logits prints.
+nlohmann::json teacher_forced(engine::Engine& eng, const std::vector<int>& prompt, const std::vector<int>& teacher,
+                              int k) {
+  std::vector<int> seq = prompt;
+  seq.insert(seq.end(), teacher.begin(), teacher.end() - 1);  // the last id's successor is not asked for
+  const auto logits = eng.forward(seq, 0, /*all_logits=*/true);
+  const size_t vocab = logits.size() / seq.size();
+  std::vector<int> order(vocab);
+  nlohmann::json steps = nlohmann::json::array();
+  for (size_t i = 0; i < teacher.size(); ++i) {
+    const float* row = logits.data() + (prompt.size() - 1 + i) * vocab;
+    std::iota(order.begin(), order.end(), 0);
+    const size_t n = std::min<size_t>(k, vocab);
+    // Ties to the lower id, as greedy sampling breaks them.
+    std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                      [row](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    nlohmann::json top = nlohmann::json::array();
+    for (size_t j = 0; j < n; ++j) top.push_back({{"id", order[j]}, {"logit", row[order[j]]}});
+    steps.push_back({{"forced_id", teacher[i]}, {"top", top}});
+  }
+  return steps;
+}
+
 }  // namespace
 
 int run_generate(int argc, char** argv) {
@@ -58,7 +85,10 @@ int run_generate(int argc, char** argv) {
       ("repeat-penalty", "1: off", cxxopts::value<float>()->default_value("1.0"))
       ("seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))
       ("ignore-eos", "do not stop at end-of-generation tokens")
-      ("json", "print one JSON object instead of streaming text");
+      ("json", "print one JSON object instead of streaming text")
+      ("teacher-ids", "with --json: also print `teacher_forced`, per step the top logits after the prompt "
+       "plus these ids (one forward, not sampled)", cxxopts::value<std::string>())
+      ("logits-top", "logits per teacher-forced step", cxxopts::value<int>()->default_value("5"));
   auto r = parse_cli(options, argc, argv);
   if (!r) return 0;
   if (r->count("prompt") == r->count("prompt-ids"))
@@ -74,6 +104,17 @@ int run_generate(int argc, char** argv) {
   req.ignore_eos = r->count("ignore-eos") > 0;
 
   const bool json = r->count("json") > 0;
+  std::vector<int> teacher;
+  if (r->count("teacher-ids")) {
+    if (!json) throw Error(ErrorKind::kInvalidArgument, "--teacher-ids needs --json");
+    teacher = parse_id_list((*r)["teacher-ids"].as<std::string>());
+    if (teacher.empty()) throw Error(ErrorKind::kInvalidArgument, "--teacher-ids is empty");
+    if ((*r)["logits-top"].as<int>() < 1) throw Error(ErrorKind::kInvalidArgument, "--logits-top must be >= 1");
+    engine::GenerateRequest check = req;  // the forced sequence must fit the context like a prompt
+    check.prompt.insert(check.prompt.end(), teacher.begin(), teacher.end());
+    check.max_tokens = 0;
+    bundle.engine->validate(check);
+  }
   tok::StreamDecoder stream(*bundle.tokenizer, req.prompt);
   auto result = bundle.engine->generate(req, [&](const engine::TokenStep& step) {
     std::string piece = stream.push(step.id);
@@ -97,6 +138,8 @@ int run_generate(int argc, char** argv) {
       {"text", stream.text()},            {"finish_reason", engine::finish_reason_name(result.finish)},
       {"prefill_tok_s", result.prefill_tok_s}, {"decode_tok_s", result.decode_tok_s},
   };
+  if (!teacher.empty())
+    out["teacher_forced"] = teacher_forced(*bundle.engine, req.prompt, teacher, (*r)["logits-top"].as<int>());
   std::puts(out.dump().c_str());
   return 0;
 }

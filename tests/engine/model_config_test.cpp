@@ -64,6 +64,16 @@ TEST(ModelConfig, HeadDimMustSplitDModel) {
   EXPECT_NE(m.find("rope_theta = 0"), std::string::npos);
 }
 
+TEST(ModelConfig, Qwen3HeadDimNeedNotSplitDModel) {
+  ModelConfig c = good();  // Qwen3-0.6B's proportions: 4 x 32 = 128 query columns for d_model 64
+  c.arch = Arch::kQwen3;
+  c.head_dim = 32;
+  c.rope_dim = 32;
+  EXPECT_NO_THROW(c.validate("q3.gguf"));
+  c.arch = Arch::kLlama;
+  EXPECT_NE(validate_msg(c).find("head_dim * n_heads = 128 must equal d_model = 64"), std::string::npos);
+}
+
 // Sizes from a hostile file: products used to wrap in int (q_dim()) and counts were unbounded.
 TEST(ModelConfig, SizesAreBoundedWithoutOverflow) {
   ModelConfig c = good();

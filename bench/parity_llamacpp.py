@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""anelm vs llama.cpp on the same llama.cpp-quantized files: greedy ids and logits, one JSON document.
+
+Usage: bench/parity_llamacpp.py [--anelm build/anelm] [--models-dir /tmp/anelm-parity]
+       [--only qwen3-0.6b:Q4_K_M,llama-3.2-1b:F16] [--gen-tokens 32] [--threads 1] [--logits-top 8]
+
+Models: `anelm make-model` writes one random-weight F16 GGUF per shape (real tokenizer, seed 1), and
+the peer's llamacpp-quantize makes every other type from it, once, into --models-dir. Per prompt:
+llamacpp-generate gives llama.cpp's greedy ids, llamacpp-logits its teacher-forced top-2 logits over
+that sequence, and one `anelm generate --json --teacher-ids` gives anelm's greedy ids and its
+teacher-forced top logits over the same sequence.
+
+Random weights are chaotic, so the rules are tests/engine/quant_llamacpp_test.cpp's (shared file
+tests/data/engine/llamacpp_parity_rules.json): ids must agree up to llama.cpp's first near tie; where
+llama.cpp's teacher-forced lead is clear anelm's argmax must be its top id; and at every step anelm's
+logit of llama.cpp's top id must lie within logit_tol of llama.cpp's. Beside each verdict, the same
+teacher-forced figures for llama.cpp against itself (flash attention off vs on) give the noise floor
+of that file: how far a correct engine can move these logits by summing in another order. Exit 1
+when anelm fails the rules on a file where llama.cpp's own fa on/off pair passes them.
+"""
+import argparse, json, os, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("ANELM_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
+PEERS = os.path.join(SHARED, "peers", "bin")
+RULES = os.path.join(ROOT, "tests", "data", "engine", "llamacpp_parity_rules.json")
+
+# (arch, shape, tokenizer under shared/models, types); F16 is the file make-model writes.
+MODELS = [
+    ("qwen3", "qwen3-0.6b", "qwen2.5-0.5b-instruct",
+     ["F16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_1", "IQ4_XS", "Q3_K_M", "Q2_K"]),
+    ("llama", "llama-3.2-1b", "ggml-vocab-llama-bpe.gguf", ["F16", "Q4_K_M"]),
+]
+PROMPTS = ["Once upon a time", "The capital of France is", "def fibonacci(n):"]
+
+
+def log(msg):
+    print(f"[parity {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def ensure_models(a, arch, shape, tokenizer, types):
+    """Paths by type; the F16 base is made by anelm, the rest quantized from it by llama.cpp."""
+    os.makedirs(a.models_dir, exist_ok=True)
+    tag = f"{shape}-{a.layers}l" if a.layers else shape
+    base = os.path.join(a.models_dir, f"{tag}-random-f16.gguf")
+    if not os.path.exists(base):
+        log(f"make-model {shape} f16")
+        subprocess.run([a.anelm, "make-model", "--arch", arch, "--shape", shape, "--dtype", "f16",
+                        "--format", "gguf", "--out", base + ".part", "--seed", "1",
+                        "--tokenizer-from", os.path.join(SHARED, "models", tokenizer)]
+                       + (["--layers", str(a.layers)] if a.layers else []), check=True,
+                       stdout=subprocess.DEVNULL)
+        os.rename(base + ".part", base)
+    paths = {}
+    for t in types:
+        path = base if t == "F16" else os.path.join(a.models_dir, f"{tag}-random-{t.lower()}.gguf")
+        if not os.path.exists(path):
+            log(f"llamacpp-quantize {shape} {t}")
+            subprocess.run([os.path.join(PEERS, "llamacpp-quantize"), base, path + ".part", t,
+                            "--threads", str(a.threads)], check=True, stdout=subprocess.DEVNULL)
+            os.rename(path + ".part", path)
+        paths[t] = path
+    return paths
+
+
+def tensor_types(a, path):
+    """Which block types the file holds, so a mismatch can be traced to a kernel."""
+    info = run_json([a.anelm, "inspect", "--model", path])
+    return {d["dtype"]: d["tensors"] for d in info["dtypes"]}
+
+
+def forced_stats(rules, steps, tf_top, top_logit, margin):
+    """One engine's teacher-forced top-k lists [[(id, logit)...] per step] against llama.cpp's."""
+    agree = n_clear = outside = 0
+    diffs = []
+    for i, top in enumerate(steps):
+        mine = dict(top)
+        if margin[i] >= rules["clear_lead"]:
+            n_clear += 1
+            agree += top[0][0] == tf_top[i]
+        if tf_top[i] in mine:
+            diffs.append(abs(mine[tf_top[i]] - top_logit[i]))
+        else:  # llama.cpp's top id is not even in this top k: a failure, not a small difference
+            outside += 1
+    return {"clear_lead_agree": agree, "clear_lead_steps": n_clear, "top_id_outside_top_k": outside,
+            "max_abs_logit_diff": round(max(diffs, default=0.0), 4),
+            "mean_abs_logit_diff": round(sum(diffs) / len(diffs), 4) if diffs else None}
+
+
+def peer_forced(a, path, p_ids, gen, fa):
+    """llama.cpp's teacher-forced top-k over prompt + gen[:-1], one list per generated step."""
+    seq = " ".join(map(str, p_ids + gen[:-1]))
+    out = run_json([os.path.join(PEERS, "llamacpp-logits"), path, "--ids", seq, "--top", str(a.logits_top),
+                    "--threads", str(a.threads), "--fa", fa])
+    at = {p["pos"]: [(e["id"], e["logit"]) for e in p["top"]] for p in out["positions"]}
+    return [at[len(p_ids) - 1 + i] for i in range(len(gen))]
+
+
+def first_divergence(ids, ref):
+    return next((i for i in range(len(ref)) if i >= len(ids) or ids[i] != ref[i]), None)
+
+
+def compare_prompt(a, rules, path, prompt):
+    n, t = str(a.gen_tokens), str(a.threads)
+    peer = run_json([os.path.join(PEERS, "llamacpp-generate"), path, "--prompt", prompt, "--n", n, "--threads", t])
+    p_ids, gen = peer["prompt_ids"], peer["generated_ids"]
+    ref = peer_forced(a, path, p_ids, gen, "on")  # what llamacpp-generate runs (flash attention auto = on)
+    tf_top = [s[0][0] for s in ref]
+    top_logit = [s[0][1] for s in ref]
+    margin = [s[0][1] - s[1][1] for s in ref]
+
+    ours = run_json([a.anelm, "generate", "--model", path, "--prompt-ids", " ".join(map(str, p_ids)),
+                     "--max-tokens", n, "--temperature", "0", "--ignore-eos", "--threads", t, "--json",
+                     "--teacher-ids", " ".join(map(str, gen)), "--logits-top", str(a.logits_top)])
+    ids = ours["ids"]
+    mine = [[(e["id"], e["logit"]) for e in s["top"]] for s in ours["teacher_forced"]]
+
+    # Free-running ids: only up to llama.cpp's first near tie (or its own free/forced disagreement)
+    # must they agree; past it either engine's choice is legitimate.
+    clear = 0
+    while clear < len(gen) and margin[clear] >= rules["near_tie"] and tf_top[clear] == gen[clear]:
+        clear += 1
+    div = first_divergence(ids, gen)
+    out = {"prompt": prompt, "n_prompt": len(p_ids), "ids_equal": div is None, "first_divergence": div,
+           "lead_at_divergence": round(margin[div], 4) if div is not None else None,
+           "ids_checked": clear, "ids_ok": div is None or div >= clear, "min_lead": round(min(margin), 4)}
+    out.update(forced_stats(rules, mine, tf_top, top_logit, margin))
+    # The noise floor: llama.cpp against itself with flash attention off, under the same rules.
+    off = run_json([os.path.join(PEERS, "llamacpp-generate"), path, "--prompt-ids", " ".join(map(str, p_ids)),
+                    "--n", n, "--threads", t, "--fa", "off"])["generated_ids"]
+    off_div = first_divergence(off, gen)
+    out["llamacpp_fa_off"] = {"first_divergence": off_div, "ids_ok": off_div is None or off_div >= clear,
+                              **forced_stats(rules, peer_forced(a, path, p_ids, gen, "off"), tf_top, top_logit, margin)}
+    return out
+
+
+def totals(per):
+    return {"ids_ok": all(r["ids_ok"] for r in per), "first_divergence": [r["first_divergence"] for r in per],
+            "clear_lead_agree": sum(r["clear_lead_agree"] for r in per),
+            "clear_lead_steps": sum(r["clear_lead_steps"] for r in per),
+            "top_id_outside_top_k": sum(r["top_id_outside_top_k"] for r in per),
+            "max_abs_logit_diff": max(r["max_abs_logit_diff"] for r in per),
+            "mean_abs_logit_diff": round(sum(r["mean_abs_logit_diff"] for r in per) / len(per), 4)}
+
+
+def passes(rules, t):
+    """The test's rules, on totals: ids up to the first near tie, clear leads, the logit tolerance."""
+    return (t["ids_ok"] and t["clear_lead_agree"] == t["clear_lead_steps"] and t["top_id_outside_top_k"] == 0
+            and t["max_abs_logit_diff"] <= rules["logit_tol"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--anelm", default=os.path.join(ROOT, "build", "anelm"))
+    ap.add_argument("--models-dir", default="/tmp/anelm-parity")
+    ap.add_argument("--only", default="", help="comma-separated SHAPE:TYPE (default: every model and type)")
+    ap.add_argument("--gen-tokens", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--layers", type=int, default=0,
+                    help="override the shapes' layer count: same rows and kernels, far less depth to amplify noise")
+    ap.add_argument("--logits-top", type=int, default=8, help="teacher-forced top-k per step, both engines")
+    a = ap.parse_args()
+    with open(RULES) as f:
+        rules = {k: v for k, v in json.load(f).items() if k in ("near_tie", "clear_lead", "logit_tol")}
+    only = set(filter(None, a.only.split(",")))
+
+    report = {"tool": "anelm-parity-llamacpp", "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "llama_cpp": peer_version(), "threads": a.threads, "layers": a.layers or None, "gen_tokens": a.gen_tokens, "prompts": PROMPTS, "rules": rules, "models": []}
+    for arch, shape, tokenizer, types in MODELS:
+        types = [t for t in types if not only or f"{shape}:{t}" in only]
+        if not types:
+            continue
+        paths = ensure_models(a, arch, shape, tokenizer, types)
+        for t in types:
+            log(f"{shape} {t}")
+            per = [compare_prompt(a, rules, paths[t], p) for p in PROMPTS]
+            ours, floor = totals(per), totals([r["llamacpp_fa_off"] for r in per])
+            report["models"].append({
+                "shape": shape, "type": t, "file": os.path.basename(paths[t]),
+                "tensor_types": tensor_types(a, paths[t]),
+                "ids_equal": all(r["ids_equal"] for r in per),
+                "lead_at_divergence": [r["lead_at_divergence"] for r in per],
+                "ids_checked": [r["ids_checked"] for r in per],
+                **ours, "logit_tol": rules["logit_tol"],
+                "pass": passes(rules, ours),
+                # llama.cpp against itself (flash attention off vs on) under the same rules: where it
+                # fails them too, they cannot tell a correct engine from a wrong one on this file.
+                "llamacpp_fa_off": {**floor, "pass": passes(rules, floor)},
+                "prompts": per,
+            })
+    print(json.dumps(report, indent=1))
+    return 0 if all(m["pass"] or not m["llamacpp_fa_off"]["pass"] for m in report["models"]) else 1
+
+
+def peer_version():
+    out = subprocess.run([os.path.join(PEERS, "llamacpp-bench"), "--version"], capture_output=True, text=True).stdout
+    try:
+        v = json.loads(out)
+        return f"{v.get('llama_cpp')} ({v.get('llama_cpp_commit')})"
+    except ValueError:
+        return out.strip() or None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
