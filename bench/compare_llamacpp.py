@@ -37,7 +37,8 @@ def ensure_model(anelm, shape, dtype, models_dir):
         return path
     tok = os.path.join(SHARED, "models", "qwen2.5-0.5b-instruct")
     subprocess.run([anelm, "make-model", "--arch", ARCH[shape], "--shape", shape, "--dtype", dtype,
-                    "--format", "gguf", "--out", path, "--seed", "1", "--tokenizer-from", tok], check=True)
+                    "--format", "gguf", "--out", path, "--seed", "1", "--tokenizer-from", tok], check=True,
+                   stdout=subprocess.DEVNULL)  # stdout carries only this script's JSON
     return path
 
 

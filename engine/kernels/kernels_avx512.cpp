@@ -584,6 +584,39 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
   }
 }
 
+// Bit-identical to ref::quantize_q8k: max is the first element of largest magnitude (its sign kept),
+// iscale = -127 / max, q = min(127, x * iscale rounded to nearest even), bsums per 16, d = 1 / iscale.
+void quantize_q8k(const float* x, int64_t n, QBlockK* __restrict out) {
+  for (int64_t b = 0; b < n / kQKBlock; ++b) {
+    const float* xb = x + b * kQKBlock;
+    __m512 m = _mm512_setzero_ps();
+    for (int i = 0; i < kQKBlock; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(xb + i)));
+    const float amax = _mm512_reduce_max_ps(m);
+    QBlockK& o = out[b];
+    if (amax == 0.0f) {
+      o = QBlockK{};
+      continue;
+    }
+    float max = 0.0f;
+    for (int i = 0; i < kQKBlock; i += 16) {
+      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + i)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+      if (hit) {
+        max = xb[i + __builtin_ctz(hit)];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vs = _mm512_set1_ps(iscale);
+    for (int i = 0; i < kQKBlock; i += 16) {
+      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + i), vs));
+      q = _mm512_min_epi32(q, _mm512_set1_epi32(127));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o.qs + i), _mm512_cvtepi32_epi8(q));
+      o.bsums[i / 16] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+    }
+    o.d = 1.0f / iscale;
+  }
+}
+
 // ---- exp-based elementwise kernels -------------------------------------------------------------
 
 // e^x for x in [-87.3, 88.3] (clamped): x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor polynomial
@@ -745,6 +778,7 @@ const KernelTable& avx512_kernel_table() {
     t.matmul[dtype_index(DType::kQ4_K)] = matmul_impl<Q4_KKernel512>;
     t.matmul[dtype_index(DType::kQ6_K)] = matmul_impl<Q6_KKernel512>;
     t.quantize_q8 = quantize_q8;
+    t.quantize_q8k = quantize_q8k;
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;

@@ -225,11 +225,18 @@ class QuantKernelsTest : public ::testing::TestWithParam<Isa> {
 };
 
 TEST_P(QuantKernelsTest, QuantizeQ8KBitIdenticalToReference) {
-  const auto x = random_floats(256 * 5, 9);
-  std::vector<QBlockK> e(5), a(5);
-  ref::quantize_q8k(x.data(), 256 * 5, e.data());
-  k().quantize_q8k(x.data(), 256 * 5, a.data());
-  EXPECT_EQ(std::memcmp(e.data(), a.data(), sizeof(QBlockK) * 5), 0) << isa_name(GetParam());
+  auto x = random_floats(256 * 5, 9);
+  // Edge blocks: the largest magnitude twice with opposite signs (the first one's sign wins), exact
+  // half steps (ties to even), and all zeros.
+  std::vector<float> edge(256 * 3, 0.0f);
+  edge[10] = 3.0f, edge[200] = -3.0f, edge[11] = 1.0f;
+  edge[256 + 3] = -1.984375f, edge[256 + 4] = 2.5f / 64, edge[256 + 5] = 0.5f / 64, edge[256 + 17] = -1.5f / 64;
+  x.insert(x.end(), edge.begin(), edge.end());
+  const int64_t blocks = static_cast<int64_t>(x.size()) / 256;
+  std::vector<QBlockK> e(static_cast<size_t>(blocks)), a(e.size());
+  ref::quantize_q8k(x.data(), blocks * 256, e.data());
+  k().quantize_q8k(x.data(), blocks * 256, a.data());
+  EXPECT_EQ(std::memcmp(e.data(), a.data(), sizeof(QBlockK) * e.size()), 0) << isa_name(GetParam());
 }
 
 // Each type's matmul against the reference on the dequantised activations the kernel saw
