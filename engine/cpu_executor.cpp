@@ -79,7 +79,9 @@ void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const floa
   if (total_rows * cols * n < inline_macs) {
     run(0, total_rows, 0);
   } else {
-    pool.parallel_for(total_rows, run, kRowGrain);
+    // A prefill batch takes two large shares per thread: its kernels set up per call (the AMX path
+    // packs every token's activations), and with 8 shares that setup was a fifth of the work.
+    pool.parallel_for(total_rows, run, kRowGrain, n >= kParallelTokens ? 2 : 8);
   }
 }
 
