@@ -219,6 +219,16 @@ inline void transpose16(__m512* r) {
   }
 }
 
+// y[t][r] = acc[r][t] for the nt real tokens and nr real rows.
+[[gnu::always_inline]] inline void store_tokens(Acc acc, float* y, int64_t ldy, int nr, int nt) {
+  transpose16(acc.v);
+  const __mmask16 m = static_cast<__mmask16>((1u << nr) - 1);
+#pragma GCC unroll 16
+  for (int t = 0; t < kT; ++t) {
+    if (t < nt) _mm512_mask_storeu_ps(y + t * ldy, m, acc.v[t]);
+  }
+}
+
 // The panel (16 rows, nr of them real) times one chunk of 16 packed tokens (nt real): y[t][r].
 // Software-pipelined: the tile unit multiplies groups g + 2, g + 3 while the vector units scale and
 // add the stored dots of groups g, g + 1.
@@ -239,12 +249,7 @@ void panel_times_chunk(const PanelA& a, const float* ws, const float* wm, const 
       acc = epilogue<U::kMin>(acc, c[1], ws + (g + 1) * kT, wm + (g + 1) * kT, xd + (g + 1) * kT, xs + (g + 1) * kT);
     }
   }
-  transpose16(acc.v);
-  const __mmask16 m = static_cast<__mmask16>((1u << nr) - 1);
-#pragma GCC unroll 16
-  for (int t = 0; t < kT; ++t) {
-    if (t < nt) _mm512_mask_storeu_ps(y + t * ldy, m, acc.v[t]);
-  }
+  store_tokens(acc, y, ldy, nr, nt);
 }
 
 // The panel's rows unpacked into the scratch rows (missing rows of a partial panel are zero). Even
@@ -355,12 +360,7 @@ void panel_times_chunk_super(const Scratch& s, const int8_t* act, const float* x
     acc = epilogue_super<U>(acc, chi, clo, s.ws.data() + sb * kT, xd + sb * kT, s.wm.data() + sb * kGroups * kT,
                             xs + sb * kGroups * kT);
   }
-  transpose16(acc.v);
-  const __mmask16 m = static_cast<__mmask16>((1u << nr) - 1);
-#pragma GCC unroll 16
-  for (int t = 0; t < kT; ++t) {
-    if (t < nt) _mm512_mask_storeu_ps(y + t * ldy, m, acc.v[t]);
-  }
+  store_tokens(acc, y, ldy, nr, nt);
 }
 
 // Unpacks the panel's rows into high and low parts of isc * q, d per super-block (ws) and the
