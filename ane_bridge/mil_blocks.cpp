@@ -56,15 +56,17 @@ class BlockEmitter {
         BlobRef{path(file), off});
   }
 
-  // Normalises x [1, D, 1, S] over channels without the gain (folded into the next weights):
-  // xs = x*p; ms = sum(xs^2)/D; rr = (ms + eps*p^2)^-0.5; returns xs*rr = x / rms(x).
+  // Normalises x [1, D, 1, S] over channels without the gain and without sqrt(D) (both folded
+  // into the next weights, see scaled_gain): xs = x*p; ss = sum(xs^2); rr = (ss + D*eps*p^2)^-0.5;
+  // returns xs*rr = x / (sqrt(D) * rms(x)). Not dividing by D keeps the value fed to pow D times
+  // larger, so it stays an fp16 normal (FTZ-safe) down to rms 2^-7/p instead of ~2^-2/p
+  // (measurements in ane_bridge/README.md).
   MilVar rms_norm(const MilVar& x, std::int64_t d, double eps, const std::string& px) {
     norm_consts(d, eps);
     MilVar xs = f_.binary("mul", px + "xs", px + "rms_scale", x, psc_);
     MilVar sq = f_.binary("mul", px + "sq", px + "rms_sq", xs, xs);
     MilVar ss = f_.reduce_sum(px + "ss", px + "rms_sum", sq, rax_, kd_);
-    MilVar ms = f_.binary("mul", px + "ms", px + "rms_mean", ss, invd_);
-    MilVar me = f_.binary("add", px + "me", px + "rms_eps", ms, eps_);
+    MilVar me = f_.binary("add", px + "me", px + "rms_eps", ss, eps_);
     MilVar rr = f_.binary("pow", px + "rr", px + "rms_rsqrt", me, nhalf_);
     return f_.binary("mul", px + "xn", px + "rms_norm", xs, rr);
   }
@@ -102,10 +104,13 @@ class BlockEmitter {
     rax_ = f_.const_int32_vec("rax", {1});
     kd_ = f_.const_bool("kd", true);
     psc_ = f_.const_fp16("psc", p, FloatFormat::kShortest);
-    invd_ = f_.const_fp16("invd", 1.0 / static_cast<double>(d), FloatFormat::kShortest);
-    // eps is compared with mean(xs^2) = p^2 * mean(x^2); clamp to the smallest fp16 subnormal so
-    // an all-zero lane (decode padding) gives 0 * finite instead of 0 * inf = NaN.
-    eps_ = f_.const_fp16("eps", std::max(eps * p * p, static_cast<double>(kFp16MinSubnormal)),
+    // eps is compared with sum(xs^2) = D * p^2 * mean(x^2). Raised to the smallest fp16 *normal*
+    // (2^-14), never a subnormal: a chip that flushes subnormals (the safe reading, §10.6) would
+    // otherwise see 0, and an all-zero lane (decode padding) would give 0 * inf = NaN. The raise
+    // only matters where sum(xs^2) itself is near 2^-14, i.e. below the calibrated range.
+    eps_ = f_.const_fp16("eps",
+                         std::max(static_cast<double>(d) * eps * p * p,
+                                  static_cast<double>(kFp16MinNormal)),
                          FloatFormat::kShortest);
     nhalf_ = f_.const_fp16("nhalf", -0.5, FloatFormat::kShortest);
   }
@@ -116,7 +121,7 @@ class BlockEmitter {
   std::vector<WeightFile> files_;
   ConvConsts cc_;
   bool have_conv_ = false, have_norm_ = false;
-  MilVar rax_, kd_, psc_, invd_, eps_, nhalf_;
+  MilVar rax_, kd_, psc_, eps_, nhalf_;
 };
 
 MilType act(std::int64_t c, std::int64_t s) { return MilType::tensor(DType::kFp16, {1, c, 1, s}); }
@@ -148,6 +153,15 @@ std::vector<float> fold_gain(std::span<const float> w, std::int64_t rows, std::i
   if (!g.empty())
     for (std::int64_t o = 0; o < rows; ++o)
       for (std::int64_t i = 0; i < cols; ++i) out[o * cols + i] *= g[i];
+  return out;
+}
+
+// The norm gain times sqrt(D): rms_norm leaves x / (sqrt(D) * rms), so the factor rides on the
+// next weights (one fp32 multiply, rounded with them) instead of costing an op per program.
+std::vector<float> scaled_gain(std::span<const float> g, std::int64_t d) {
+  const float k = static_cast<float>(std::sqrt(static_cast<double>(d)));
+  std::vector<float> out(g.begin(), g.end());
+  for (float& v : out) v *= k;
   return out;
 }
 
@@ -228,9 +242,10 @@ Status build_attn_input_block(const LayerShapes& s, const AttnInputWeights& w,
   MilFunctionBuilder& f = e.fn();
   MilVar x = f.input("x", act(d, S));
   std::vector<float> wqkv, bqkv;
-  bool has_bias = stack_linear(w.q, qd, d, w.norm_gain, &wqkv, &bqkv);
-  has_bias |= stack_linear(w.k, kvd, d, w.norm_gain, &wqkv, &bqkv);
-  has_bias |= stack_linear(w.v, kvd, d, w.norm_gain, &wqkv, &bqkv);
+  const std::vector<float> gain = scaled_gain(w.norm_gain, d);
+  bool has_bias = stack_linear(w.q, qd, d, gain, &wqkv, &bqkv);
+  has_bias |= stack_linear(w.k, kvd, d, gain, &wqkv, &bqkv);
+  has_bias |= stack_linear(w.v, kvd, d, gain, &wqkv, &bqkv);
   e.conv_consts();
   MilVar W = e.weight("Wqkv", "wqkv", wqkv, s.qkv_dim(), d);
   MilVar B;
@@ -277,9 +292,10 @@ Status build_ffn_block(const LayerShapes& s, const FfnBlockWeights& w, const Blo
     return std::make_pair(W, has_bias);
   };
   MilVar bo, bg, bu, bd;
+  const std::vector<float> gain = scaled_gain(w.norm_gain, d);
   auto [Wo, has_bo] = weight_of(w.o, d, qd, {}, "Wo", "wo", &bo);
-  auto [Wg, has_bg] = weight_of(w.gate, ff, d, w.norm_gain, "Wg", "wg", &bg);
-  auto [Wu, has_bu] = weight_of(w.up, ff, d, w.norm_gain, "Wu", "wu", &bu);
+  auto [Wg, has_bg] = weight_of(w.gate, ff, d, gain, "Wg", "wg", &bg);
+  auto [Wu, has_bu] = weight_of(w.up, ff, d, gain, "Wu", "wu", &bu);
   auto [Wd, has_bd] = weight_of(w.down, d, ff, {}, "Wd", "wd", &bd);
   MilVar a = f.slice_by_size("a", "slice_attn", x, ba, sa);
   MilVar r = f.slice_by_size("r", "slice_resid", x, br, sr);
@@ -328,7 +344,8 @@ Status build_lm_head_chunk(const LayerShapes& s, std::span<const float> head_wei
   e.conv_consts();
   const auto rows = head_weight.subspan(static_cast<std::size_t>(chunk.row_begin * d),
                                         static_cast<std::size_t>(chunk.rows * d));
-  MilVar W = e.weight("Wh", "wh", fold_gain(rows, chunk.rows, d, final_norm_gain), chunk.rows, d);
+  const std::vector<float> gain = scaled_gain(final_norm_gain, d);  // empty stays empty
+  MilVar W = e.weight("Wh", "wh", fold_gain(rows, chunk.rows, d, gain), chunk.rows, d);
   MilVar in = final_norm_gain.empty() ? x : e.rms_norm(x, d, s.rms_eps, "");
   MilVar y = linear(e, "y", W, nullptr, in);
   f.output(y);
@@ -353,7 +370,7 @@ Status build_final_norm(const LayerShapes& s, std::span<const float> gain, const
   BlockEmitter e(out->source.name, opts);
   MilFunctionBuilder& f = e.fn();
   MilVar x = f.input("x", act(d, S));
-  MilVar g = e.vec("g", "norm_gain", std::vector<float>(gain.begin(), gain.end()));
+  MilVar g = e.vec("g", "norm_gain", scaled_gain(gain, d));
   MilVar xn = e.rms_norm(x, d, s.rms_eps, "");
   MilVar y = f.binary("mul", "y", "rms_gain", xn, g);
   f.output(y);

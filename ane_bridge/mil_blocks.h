@@ -60,9 +60,10 @@ struct BlockOptions {
   std::int64_t seq_len = kDecodeSeqLen;
   WeightFormat format = WeightFormat::kFp16;
   // RMSNorm runs on fp16 storage: x is scaled by this power of two before squaring so that x^2 and
-  // the channel sum stay finite for |x| up to 256/p (4096 at 1/16) and rms up to 256/p (§2.9,
-  // §5.3). Smaller values allow larger activations but push small squares into fp16 subnormals.
-  double rms_prescale = 1.0 / 16.0;
+  // the channel sum stay finite (|x * p| < 256, D * rms(x * p)^2 < 65504) while the squares of
+  // ordinary channels stay fp16 normals (|x * p| >= 2^-7; smaller squares flush to zero on an FTZ
+  // chip). The engine calibrates it per program (engine/ane/ane_calibrate.h); 1 suits rms ~0.1-2.
+  double rms_prescale = 1.0;
   // Program name (directory name, prog-tag in buildInfo so identifiers differ, §1.11).
   std::string name;
 };

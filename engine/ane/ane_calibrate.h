@@ -22,8 +22,8 @@ struct AnePrescales {
 };
 
 // Runs the CPU layers over a fixed calibration sequence (BOS or token 1, then ids spread over the
-// vocabulary; 8 tokens) and picks for every norm the largest power of two p <= 1 with
-// max|x| * p * kHeadroom <= 256 and D * (rms(x) * p * kHeadroom)^2 <= 65504, where kHeadroom = 16
+// vocabulary; 8 tokens) and picks for every norm the largest power of two p in [1/4096, 1024] with
+// max|x| * p * kHeadroom <= 256 and D * (rms(x) * p * kHeadroom)^2 <= 65504, where kHeadroom = 4
 // covers inputs larger than the calibration saw. Deterministic for given weights.
 AnePrescales calibrate_ane_prescales(const ModelConfig& cfg, const ModelWeights& w,
                                      ThreadPool& pool, const kernels::KernelTable& k);

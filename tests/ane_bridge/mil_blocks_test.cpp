@@ -52,17 +52,20 @@ std::vector<float> ref_linear(const std::vector<float>& x, int T, int in,
   return y;
 }
 
-// The weights the int8 program really computes with: fp16(scale[o] * q[o][i]) of W[o][i] * g[i].
+// The weights the int8 program really computes with: fp16(scale[o] * q[o][i]) of W[o][i] * g[i] *
+// sqrt(cols) (the norm leaves x / (sqrt(D) rms), the factor rides on the weights), divided back by
+// sqrt(cols) so the result pairs with the reference's x / rms.
 std::vector<float> int8_effective(const std::vector<float>& w, int rows, int cols,
                                   const std::vector<float>& g) {
   std::vector<float> f = w;
+  const float k = g.empty() ? 1.0f : static_cast<float>(std::sqrt(static_cast<double>(cols)));
   if (!g.empty())
     for (int o = 0; o < rows; ++o)
-      for (int i = 0; i < cols; ++i) f[o * cols + i] *= g[i];
+      for (int i = 0; i < cols; ++i) f[o * cols + i] *= g[i] * k;
   const QuantizedRows q = quantize_rows_int8(f, rows, cols);
   for (int o = 0; o < rows; ++o)
     for (int i = 0; i < cols; ++i)
-      f[o * cols + i] = round_to_fp16(fp16_to_fp32(q.scale[o]) * q.q[o * cols + i]);
+      f[o * cols + i] = round_to_fp16(fp16_to_fp32(q.scale[o]) * q.q[o * cols + i]) / k;
   return f;
 }
 

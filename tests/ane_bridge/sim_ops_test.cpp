@@ -84,6 +84,7 @@ TEST(SimOps, AddSubMulAreCorrectlyRoundedWithBroadcasting) {
 
 TEST(SimOps, ElementwiseEdgeCases) {
   OneOp t;
+  t.opts.fp16_ftz = false;  // subnormal semantics of the op itself; FTZ has its own test
   MilVar x = t.f.input("a0_x", f16({1, 1, 1, 32}));
   MilVar y = t.f.input("a1_y", f16({1, 1, 1, 32}));
   MilVar s = t.f.binary("add", "s", "s", x, y);
@@ -145,6 +146,7 @@ double naive_conv1x1(const std::vector<float>& w, const std::vector<float>& x, i
 
 TEST(SimOps, PointwiseConvMatchesNaiveReference) {
   OneOp t;
+  t.opts.fp16_ftz = false;  // subnormal semantics of the op itself; FTZ has its own test
   const int cin = 96, cout = 40, S = 32;
   const auto wv = halfs(cout * cin, 3, 0.2f), xv = halfs(cin * S, 4, 2.0f);
   WeightBlobWriter blob;
@@ -322,6 +324,7 @@ TEST(SimOps, SoftmaxAlongEitherAxisWithMaskAndNaN) {
 
 TEST(SimOps, PowSigmoidIdentityTranscendentals) {
   OneOp t;
+  t.opts.fp16_ftz = false;  // subnormal semantics of the op itself; FTZ has its own test
   MilVar x = t.f.input("x", f16({1, 1, 1, 64}));
   MilVar pw = t.f.binary("pow", "pw", "pw", x, t.f.const_fp16("nh", -0.5, FloatFormat::kShortest));
   MilVar sg = t.f.unary("sigmoid", "sg", "sg", x);
