@@ -118,7 +118,9 @@ TEST(RmsNormNumerics, MassiveActivationBatchOldFailsNewPasses) {
   for (double rms : {1.0, 0.5, 0.25}) {
     const auto x = token(2, rms);
     EXPECT_LE(rel_err(new_prog, x), kMaxRelL2) << "rms " << rms;
-    if (rms <= 0.5) EXPECT_FALSE(rel_err(old_prog, x) <= kMaxRelL2) << "rms " << rms;
+    if (rms <= 0.5) {
+      EXPECT_FALSE(rel_err(old_prog, x) <= kMaxRelL2) << "rms " << rms;
+    }
   }
 }
 
@@ -136,7 +138,9 @@ TEST(RmsNormNumerics, NoNonFiniteOutputsAtAnyScale) {
     for (double rms : {1e-3, 1e-1, 1.0, 1e1, 1e2}) {
       const auto x = token(4, rms);
       const double e = rel_err(current_norm(p), x);
-      if (rms * p * 16 <= 256) EXPECT_TRUE(std::isfinite(e)) << "p " << p << " rms " << rms;
+      if (rms * p * 16 <= 256) {
+        EXPECT_TRUE(std::isfinite(e)) << "p " << p << " rms " << rms;
+      }
     }
 }
 

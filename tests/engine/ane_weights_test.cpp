@@ -170,14 +170,15 @@ TEST(AneWeights, DecodeBucketOnlyChunksThePrefill) {
 }
 
 // llama-2-tiny-random's residual stream is ~0.02: at the bridge's fixed 1/16 prescale its norm
-// squares fall into fp16 subnormals; the calibrated prescale (1 here) is far more precise.
+// squares fall into fp16 subnormals (flushed to zero); the calibrated prescale lifts the stream into
+// fp16's accurate band (p > 1 is allowed since the FTZ-safe RMSNorm) and is far more precise.
 TEST(AneWeights, CalibratedPrescaleBeatsFixedOnSmallActivations) {
   ANELM_REQUIRE_SHARED_MODEL(path, "llama-2-tiny-random.gguf");
   AneBackendOptions fixed, calibrated;
   fixed.rms_prescale = 1.0 / 16;
   Pair f(path.string(), fixed), c(path.string(), calibrated);
   EXPECT_EQ(f.backend->stats().prescale_max, 1.0 / 16);
-  EXPECT_EQ(c.backend->stats().prescale_min, 1.0);
+  EXPECT_GE(c.backend->stats().prescale_min, 1.0);
   const std::vector<int> ids = test_ids(40, 32000);
   const float df = f.rel_diff(ids), dc = c.rel_diff(ids);
   std::cout << "[llama-2-tiny-random] max |dlogit|: prescale 1/16 " << df << ", calibrated " << dc
