@@ -83,11 +83,10 @@ GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallba
   res.ids.reserve(static_cast<size_t>(req.max_tokens.value_or(ctx())));
   auto cancelled = [&] { return req.cancel && req.cancel->load(std::memory_order_relaxed); };
 
+  // ---- prefill; its time includes the prompt cache's copies (snapshot and restore)
+  const auto t_prefill = Clock::now();
   const int reuse = reuse_prefix(req.prompt);
   res.cached_tokens = reuse;
-
-  // ---- prefill
-  const auto t_prefill = Clock::now();
   const std::span<const int> todo(req.prompt.data() + reuse, req.prompt.size() - static_cast<size_t>(reuse));
   const int done = tf_.forward(todo, reuse, kv_, acts_, nullptr, req.cancel);
   cached_.insert(cached_.end(), todo.begin(), todo.begin() + done);
