@@ -82,7 +82,7 @@ class LocalEngine final : public Engine {
         ctx_(resolve_ctx(opts, model_->config)),
         tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
-             opts.kv_type, pool_.size()) {
+             opts.kv_type, pool_.size(), opts.prompt_cache_bytes) {
     if (opts.backend == Backend::kAne) {
       if (model_->config.qk_norm) {  // the layer programs have no per-head q/k RMSNorm
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(model_->config.arch)) +
@@ -116,6 +116,11 @@ class LocalEngine final : public Engine {
     s.isa = kernels::isa_name(tf_.kernels().isa);
     s.weight_bytes = model_->weight_bytes;
     s.kv_bytes = gen_.kv_bytes();
+    const PromptCache::Stats& pc = gen_.prompt_cache_stats();
+    s.prompt_cache_budget_bytes = pc.budget_bytes;
+    s.prompt_cache_bytes = pc.bytes;
+    s.prompt_cache_entries = pc.entries;
+    s.prompt_cache_hits = pc.hits;
     if (!ane_declined_.empty()) s.backend = "cpu (ane declined: " + ane_declined_ + ")";
     if (ane_) {
       const AneBackendStats& a = ane_->stats();
@@ -160,6 +165,10 @@ class LocalEngine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& opts, const LoadProgress& progress) {
+  if (opts.prompt_cache_bytes < 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "prompt_cache_bytes must be >= 0, got " + std::to_string(opts.prompt_cache_bytes));
+  }
   if (opts.kv_type != DType::kF16 && opts.kv_type != DType::kF32) {
     throw Error(ErrorKind::kInvalidArgument,
                 std::string("kv_type must be f16 or f32, got ") + dtype_name(opts.kv_type));

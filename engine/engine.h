@@ -34,6 +34,7 @@ struct EngineOptions {
   std::string ane_cache_dir;              // compiled ANE program cache; empty: no disk cache
   DType kv_type = DType::kF16;            // KV cache storage: kF16 (as llama.cpp) or kF32
   int max_batch = 0;                      // prefill tokens per forward chunk; 0: 512 (llama.cpp n_ubatch)
+  int64_t prompt_cache_bytes = 0;         // KV snapshots of earlier sequences reused across requests; 0: off
   // Copy the mapped weights into huge-page memory on a background thread, serving from the mapping
   // meanwhile (a server is ready at once); false: copy before load returns (benchmarks, tools).
   bool background_residency = false;
@@ -47,6 +48,10 @@ struct BackendStats {
   double ane_compile_ms = 0;
   int64_t weight_bytes = 0;
   int64_t kv_bytes = 0;
+  int64_t prompt_cache_budget_bytes = 0;  // EngineOptions::prompt_cache_bytes
+  int64_t prompt_cache_bytes = 0;         // held now (<= budget)
+  int prompt_cache_entries = 0;
+  int64_t prompt_cache_hits = 0;          // requests whose prefix came from a stored entry
 };
 
 // Progress during load: (stage, done, total).
@@ -65,7 +70,8 @@ class Engine {
   // can refuse a request before queueing it.
   void validate(const GenerateRequest& req) const { validate_request(req, config(), ctx()); }
 
-  // Prefill (reusing the longest prefix cached from the previous call), then sample until a stop.
+  // Prefill (reusing the longest prefix held by the previous call's KV or by the prompt cache),
+  // then sample until a stop.
   // Throws as validate() for a request that does not fit.
   virtual GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) = 0;
 

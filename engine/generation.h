@@ -64,7 +64,7 @@ struct GenerateResult {
   std::vector<int> ids;          // generated ids (stop token excluded)
   FinishReason finish = FinishReason::kLength;
   int prompt_tokens = 0;
-  int cached_tokens = 0;         // prompt tokens reused from the previous request's KV cache
+  int cached_tokens = 0;         // prompt tokens reused (previous request's KV or the prompt cache)
   double prefill_ms = 0, decode_ms = 0;
   double prefill_tok_s = 0, decode_tok_s = 0;
 };

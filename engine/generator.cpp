@@ -21,8 +21,10 @@ double ms_since(Clock::time_point t0) {
 
 }  // namespace
 
-Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads)
+Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads,
+                     int64_t prompt_cache_bytes)
     : tf_(tf), cfg_(tf.config()), kv_(tf.config(), ctx, kv_type),
+      pcache_(kv_, cfg_.n_layers, cfg_.n_kv_heads, prompt_cache_bytes),
       acts_(tf.config(), max_batch, ctx, n_threads) {
   cached_.reserve(static_cast<size_t>(ctx));
   history_.reserve(static_cast<size_t>(ctx));
@@ -47,6 +49,32 @@ int Generator::sample_constrained(const GenerateRequest& req, Rng& rng) {
   return sample(masked_, req.sampling, history_, rng, scratch_);
 }
 
+// Makes the KV cache hold the longest known prefix of `prompt` and returns its length; the last
+// prompt token is always recomputed (its logits are needed to sample). Sources: the active
+// sequence's own rows (free), or a prompt-cache entry, whose rows past the active common prefix are
+// copied in. Before the active rows are overwritten, the sequence they hold is snapshotted into the
+// prompt cache: cached_ lists exactly the positions a forward pass completed, so a cancelled or
+// failed request leaves a shorter but never a wrong entry.
+int Generator::reuse_prefix(std::span<const int> prompt) {
+  const int n_prompt = static_cast<int>(prompt.size());
+  const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), prompt.begin(), prompt.end());
+  const int common = static_cast<int>(mismatch.first - cached_.begin());
+  int reuse = std::min(common, n_prompt - 1);
+  if (pcache_.enabled()) {
+    if (common < static_cast<int>(cached_.size()) && static_cast<int>(cached_.size()) >= kMinCachedPrefix) {
+      pcache_.store(cached_, kv_);
+    }
+    const PromptCache::Hit hit = pcache_.lookup(prompt);
+    const int from_cache = std::min(hit.tokens, n_prompt - 1);
+    if (from_cache > reuse && from_cache >= std::min(kMinCachedPrefix, n_prompt - 1)) {
+      pcache_.restore(hit, reuse, from_cache, kv_);  // rows [0, reuse) are already the same prefix
+      reuse = from_cache;
+    }
+  }
+  cached_.assign(prompt.begin(), prompt.begin() + reuse);  // reserved to ctx: no allocation
+  return reuse;
+}
+
 GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallback& on_token) {
   validate_request(req, cfg_, ctx());
   GenerateResult res;
@@ -55,16 +83,10 @@ GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallba
   res.ids.reserve(static_cast<size_t>(req.max_tokens.value_or(ctx())));
   auto cancelled = [&] { return req.cancel && req.cancel->load(std::memory_order_relaxed); };
 
-  // Prefix reuse: keep the longest common prefix, but always recompute the last prompt token (its
-  // logits are needed to sample).
-  const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), req.prompt.begin(), req.prompt.end());
-  const int common = static_cast<int>(mismatch.first - cached_.begin());
-  const int reuse = std::min(common, res.prompt_tokens - 1);
-  cached_.resize(static_cast<size_t>(reuse));
-  res.cached_tokens = reuse;
-
-  // ---- prefill
+  // ---- prefill; its time includes the prompt cache's copies (snapshot and restore)
   const auto t_prefill = Clock::now();
+  const int reuse = reuse_prefix(req.prompt);
+  res.cached_tokens = reuse;
   const std::span<const int> todo(req.prompt.data() + reuse, req.prompt.size() - static_cast<size_t>(reuse));
   const int done = tf_.forward(todo, reuse, kv_, acts_, nullptr, req.cancel);
   cached_.insert(cached_.end(), todo.begin(), todo.begin() + done);

@@ -1,5 +1,6 @@
-// One sequence's generation state over a Transformer: KV cache with prefix reuse, activations,
-// the prefill + sample/decode loop, stop rules, cancellation and timings.
+// One sequence's generation state over a Transformer: KV cache with prefix reuse (from the active
+// sequence or the prompt cache), activations, the prefill + sample/decode loop, stop rules,
+// cancellation and timings.
 #pragma once
 
 #include <span>
@@ -8,6 +9,7 @@
 #include "engine/activations.h"
 #include "engine/generation.h"
 #include "engine/kv_cache.h"
+#include "engine/prompt_cache.h"
 #include "engine/sampler.h"
 #include "engine/transformer.h"
 
@@ -17,12 +19,18 @@ namespace anelm::engine {
 // only the result's id vector (reserved once per request), never per token.
 class Generator {
  public:
-  Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads);
+  // prompt_cache_bytes: budget of the cross-request prompt cache; 0 disables it.
+  Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads, int64_t prompt_cache_bytes = 0);
+
+  // A stored prefix is taken only from this length on (or the whole prompt but its last token, when
+  // shorter): below it the copy saves too little prefill to matter, and tiny entries crowd the cache.
+  static constexpr int kMinCachedPrefix = 16;
 
   int ctx() const { return kv_.ctx(); }
   int64_t kv_bytes() const { return kv_.bytes(); }
   // Ids whose K/V are in the cache, positions [0, size).
   std::span<const int> cached_tokens() const { return cached_; }
+  const PromptCache::Stats& prompt_cache_stats() const { return pcache_.stats(); }
 
   // See Engine::generate. Throws as validate_request.
   GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token);
@@ -34,10 +42,12 @@ class Generator {
  private:
   bool is_stop(int id, const GenerateRequest& req) const;
   int sample_constrained(const GenerateRequest& req, Rng& rng);
+  int reuse_prefix(std::span<const int> prompt);
 
   Transformer& tf_;
   const ModelConfig& cfg_;
   KvCache kv_;
+  PromptCache pcache_;
   Activations acts_;
   std::vector<int> cached_;      // [ctx] reserved
   std::vector<int> history_;     // prompt + generated ids (penalty window), [ctx] reserved

@@ -5,8 +5,17 @@
 
 namespace anelm::server {
 
+namespace {
+
+PromptCacheSnapshot snapshot(const engine::BackendStats& s) {
+  return {s.prompt_cache_budget_bytes, s.prompt_cache_bytes, s.prompt_cache_hits, s.prompt_cache_entries};
+}
+
+}  // namespace
+
 EngineWorker::EngineWorker(engine::Engine& engine, int max_queue, Metrics* metrics)
-    : engine_(engine), max_queue_(static_cast<size_t>(std::max(0, max_queue))), metrics_(metrics) {
+    : engine_(engine), max_queue_(static_cast<size_t>(std::max(0, max_queue))), metrics_(metrics),
+      prompt_cache_(snapshot(engine.stats())) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -35,6 +44,11 @@ int EngineWorker::active() const {
   return running_ ? 1 : 0;
 }
 
+PromptCacheSnapshot EngineWorker::prompt_cache() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prompt_cache_;
+}
+
 void EngineWorker::shutdown(std::chrono::milliseconds grace) {
   std::unique_lock<std::mutex> lock(mu_);
   accepting_ = false;
@@ -59,8 +73,10 @@ void EngineWorker::run() {
       running_ = job.channel;
     }
     run_job(job);
+    const PromptCacheSnapshot pc = snapshot(engine_.stats());  // on this thread: the engine is ours
     {
       std::lock_guard<std::mutex> lock(mu_);
+      prompt_cache_ = pc;
       running_.reset();
       if (queue_.empty()) idle_cv_.notify_all();
     }

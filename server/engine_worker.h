@@ -14,6 +14,13 @@
 
 namespace anelm::server {
 
+// The engine's prompt-cache figures as of the last finished job (the engine itself is the worker's
+// alone, so other threads read this copy).
+struct PromptCacheSnapshot {
+  int64_t budget_bytes = 0, bytes = 0, hits = 0;
+  int entries = 0;
+};
+
 struct Job {
   engine::GenerateRequest request;         // cancel is set by the worker to the channel's flag
   std::shared_ptr<EventChannel> channel;   // receives tokens, then exactly one kDone or kError
@@ -34,6 +41,7 @@ class EngineWorker {
 
   int queue_depth() const;   // waiting jobs
   int active() const;        // 0 or 1 running jobs
+  PromptCacheSnapshot prompt_cache() const;
 
   // Stops accepting; lets queued and running jobs finish for up to `grace`, then cancels the rest
   // (each gets kDone with FinishReason::kCancelled) and joins the thread. Idempotent.
@@ -51,6 +59,7 @@ class EngineWorker {
   std::condition_variable idle_cv_;   // queue drained and nothing running
   std::deque<Job> queue_;
   std::shared_ptr<EventChannel> running_;
+  PromptCacheSnapshot prompt_cache_;
   bool accepting_ = true;
   bool stop_ = false;
   std::thread thread_;

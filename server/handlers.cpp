@@ -68,6 +68,9 @@ HttpResponse handle_health(ServerContext& ctx, const HttpRequest&) {
     j["queue_depth"] = ctx.worker().queue_depth();
     j["requests_processing"] = ctx.worker().active();
     j["backend_stats"] = stats_json(ctx.backend_stats());
+    const PromptCacheSnapshot pc = ctx.worker().prompt_cache();
+    j["prompt_cache"] = {{"budget_bytes", pc.budget_bytes}, {"bytes", pc.bytes}, {"entries", pc.entries},
+                         {"hits", pc.hits}};
   } else {
     j["status"] = s == ServerState::kLoading ? "loading" : "error";
     j["stage"] = ctx.progress_stage();

@@ -43,6 +43,8 @@ void add_flags(cxxopts::Options& o) {
        cxxopts::value<std::string>())
       ("max-queue", "requests that may wait for the engine (default " + std::to_string(d.max_queue) + ")",
        cxxopts::value<int>())
+      ("cache-ram", "prompt cache across requests in MiB: KV of earlier sequences reused by prompts that "
+       "start with them (default " + std::to_string(d.cache_ram_mb) + "; 0 disables)", cxxopts::value<int>())
       ("offline", "never download a missing model")
       ("weights", std::string("re-quantize weights at load: ") + engine::kWeightsTypeNames + " (default: as stored)",
        cxxopts::value<std::string>())
@@ -94,6 +96,7 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
   if (r.count("ctx")) o.ctx = r["ctx"].as<int>();
   if (r.count("api-key")) o.api_key = r["api-key"].as<std::string>();
   if (r.count("max-queue")) o.max_queue = r["max-queue"].as<int>();
+  if (r.count("cache-ram")) o.cache_ram_mb = r["cache-ram"].as<int>();
   if (r.count("offline")) o.offline = true;
   if (r.count("weights")) o.weights = r["weights"].as<std::string>();
   if (r.count("presets")) o.presets_dir = r["presets"].as<std::string>();
@@ -169,6 +172,7 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "ctx") take(j, "ctx", o.ctx, source);
     else if (k == "api_key") take(j, "api_key", o.api_key, source);
     else if (k == "max_queue") take(j, "max_queue", o.max_queue, source);
+    else if (k == "cache_ram_mb") take(j, "cache_ram_mb", o.cache_ram_mb, source);
     else if (k == "offline") take(j, "offline", o.offline, source);
     else if (k == "weights") take(j, "weights", o.weights, source);
     else if (k == "presets_dir") take(j, "presets_dir", o.presets_dir, source);
@@ -210,6 +214,8 @@ void validate_options(const ServerOptions& o) {
   need(o.log_format == "text" || o.log_format == "json",
        "--log-format must be text or json, got '" + o.log_format + "'");
   need(o.max_queue >= 0 && o.max_queue <= 4096, "--max-queue must be in [0, 4096]");
+  need(o.cache_ram_mb >= 0 && o.cache_ram_mb <= (1 << 20),
+       "--cache-ram must be in [0, 1048576] MiB, got " + std::to_string(o.cache_ram_mb));
   need(o.http_threads >= 2 && o.http_threads <= 4096, "http_threads must be in [2, 4096]");
   need(o.max_body_bytes >= 1024, "max_body_bytes must be at least 1024");
   need(o.read_timeout_s > 0 && o.write_timeout_s > 0 && o.header_timeout_s > 0 && o.keep_alive_timeout_s > 0,

@@ -17,6 +17,7 @@ struct ServerOptions {
   int ctx = 0;                         // --ctx: KV cache tokens; 0: engine default
   std::string api_key;                 // --api-key: empty disables authentication
   int max_queue = 16;                  // --max-queue: jobs that may wait besides the running one
+  int cache_ram_mb = 256;              // --cache-ram: prompt cache across requests, MiB; 0: off
   std::string config_file;             // --config: JSON file of defaults
   bool offline = false;                // --offline: never download a missing model
   std::string weights;                 // --weights: re-quantize at load (engine::kWeightsTypeNames); empty: as stored

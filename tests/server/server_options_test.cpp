@@ -32,6 +32,15 @@ TEST(ServerOptions, BuiltInDefaults) {
   EXPECT_EQ(p.options.port, 8080);
   EXPECT_EQ(p.options.backend, "cpu");
   EXPECT_EQ(p.options.model, "m.gguf");
+  EXPECT_EQ(p.options.cache_ram_mb, 256);
+}
+
+TEST(ServerOptions, CacheRamFromConfigAndFlagValidated) {
+  std::string cfg = write_config(R"({"cache_ram_mb": 64})");
+  EXPECT_EQ(parse({"--config", cfg}).options.cache_ram_mb, 64);
+  EXPECT_EQ(parse({"--config", cfg, "--cache-ram", "0"}).options.cache_ram_mb, 0);  // 0 disables
+  EXPECT_THROW(parse({"--config", cfg, "--cache-ram", "-1"}), Error);
+  EXPECT_THROW(parse({"--config", cfg, "--cache-ram", "2000000"}), Error);
 }
 
 TEST(ServerOptions, CliOverridesConfigOverridesDefaults) {
