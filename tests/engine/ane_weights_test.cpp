@@ -124,6 +124,24 @@ TEST(AneWeights, EverySourceTypeMatchesCpu) {
   }
 }
 
+// The GGUF block types (K-quants, IQ4, Q4_1/Q5_x) the same way: anelm's own writers re-quantise a
+// tiny256 model (rows of whole 256-blocks), the ANE bakes fp16 blobs from the stored blocks, and the
+// oracle is the CPU over the same blocks dequantised to F32.
+TEST(AneWeights, EveryBlockTypeMatchesCpu) {
+  MakeModelOptions mo;
+  mo.shape = "tiny256";
+  mo.dtype = DType::kF32;
+  const std::string path = make_model(mo, (anelm::testing::make_temp_dir("ane-blocks") / "t.gguf").string()).path;
+  for (DType t : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
+                  DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
+    Pair p(path, {}, t, true);
+    ASSERT_EQ(p.model->weights.layers[0].wq.dtype, t) << dtype_name(t);
+    const float d = p.rel_diff(test_ids(40, p.model->config.vocab_size));
+    std::cout << "[" << dtype_name(t) << "] max |dlogit| / max |logit| = " << d << "\n";
+    EXPECT_LE(d, 0.01f) << dtype_name(t);
+  }
+}
+
 // int8 per-output-channel weights: about half the blob bytes, and a deviation from the f32 CPU of
 // the same order as the CPU's own q8_0 path (weights and activations quantised) on the same model
 // (measured: tiny 0.068 vs 0.068-0.087, stories260K 0.028 vs 0.021-0.026).
