@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Serving benchmark: P concurrent clients against `anelm serve`, and llama.cpp doing the same work.
+
+Usage: bench/serve_bench.py --model FILE.gguf [--anelm build/anelm] [--clients 1,2,4,8]
+       [--prompt-tokens 128] [--gen-tokens 64] [--threads 2] [--port 18123]
+
+Each client sends one streamed /v1/completions request at the same moment: a prompt of N token ids
+(distinct per client, BOS-free, as llamacpp-bench's --parallel prompts) and max_tokens M (a random
+model rarely stops early; only tokens actually streamed are counted). Reported per P: aggregate generated tok/s over the wall time of the whole round, time to first
+token and the gaps between streamed tokens (p50, p99), and llama.cpp's figure for the same work from
+`llamacpp-bench --parallel P` (its prefill and decode phases back to back: P*M tokens over
+P*N / prefill_tok_s + P*M / decode_tok_s seconds). One JSON document on stdout.
+"""
+import argparse, http.client, json, os, statistics, subprocess, sys, threading, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("ANELM_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
+
+
+def pct(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def client(port, prompt, gen, out):
+    body = json.dumps({"prompt": prompt, "max_tokens": gen, "temperature": 0, "stream": True})
+    t0 = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    stamps = []
+    for raw in resp:
+        line = raw.decode().strip()
+        if line.startswith("data: ") and line != "data: [DONE]":
+            chunk = json.loads(line[6:])
+            if chunk.get("choices") and chunk["choices"][0].get("text") is not None:
+                stamps.append(time.perf_counter())
+    conn.close()
+    out.append({"status": resp.status, "t0": t0, "stamps": stamps})
+
+
+def run_round(port, p, n, gen):
+    results, threads = [], []
+    for c in range(p):
+        prompt = [(1000 + 7919 * (c * n + i)) % 100000 + 10 for i in range(n)]
+        threads.append(threading.Thread(target=client, args=(port, prompt, gen, results)))
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    tokens = sum(len(r["stamps"]) for r in results)
+    ttft = [r["stamps"][0] - r["t0"] for r in results if r["stamps"]]
+    gaps = [b - a for r in results for a, b in zip(r["stamps"], r["stamps"][1:])]
+    return {"clients": p, "ok": all(r["status"] == 200 for r in results), "tokens": tokens,
+            "wall_s": wall, "aggregate_tok_s": tokens / wall,
+            "ttft_s_p50": pct(ttft, 0.5), "ttft_s_p99": pct(ttft, 0.99),
+            "token_gap_s_p50": pct(gaps, 0.5), "token_gap_s_p99": pct(gaps, 0.99)}
+
+
+def peer(model, p, n, gen, threads):
+    cmd = [os.path.join(SHARED, "peers", "bin", "llamacpp-bench"), model, "--prompt-tokens", str(n),
+           "--gen-tokens", str(gen), "--threads", str(threads), "--reps", "1", "--parallel", str(p)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    j = json.loads(out.strip().splitlines()[-1])
+    seconds = p * n / j["prefill_tok_s"] + p * gen / j["decode_tok_s"]
+    return {"prefill_tok_s": j["prefill_tok_s"], "decode_tok_s": j["decode_tok_s"],
+            "end_to_end_tok_s": p * gen / seconds}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--anelm", default=os.path.join(ROOT, "build", "anelm"))
+    ap.add_argument("--clients", default="1,2,4,8")
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--gen-tokens", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--port", type=int, default=18123)
+    ap.add_argument("--no-peer", action="store_true")
+    a = ap.parse_args()
+    clients = [int(x) for x in a.clients.split(",")]
+    ctx = max(clients) * (a.prompt_tokens + a.gen_tokens) + 64
+    server = subprocess.Popen([a.anelm, "serve", "--model", a.model, "--port", str(a.port), "--threads",
+                               str(a.threads), "--ctx", str(ctx), "--max-queue", str(max(clients) + 1)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=1)
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        else:
+            sys.exit("anelm serve did not become ready")
+        run_round(a.port, 1, a.prompt_tokens, 4)  # warm-up: pages in the weights
+        report = {"tool": "anelm-serve-bench", "model": os.path.basename(a.model),
+                  "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens, "threads": a.threads,
+                  "rounds": []}
+        for p in clients:
+            r = run_round(a.port, p, a.prompt_tokens, a.gen_tokens)
+            if not a.no_peer:
+                r["llamacpp"] = peer(a.model, p, a.prompt_tokens, a.gen_tokens, a.threads)
+                r["ratio_end_to_end"] = r["aggregate_tok_s"] / r["llamacpp"]["end_to_end_tok_s"]
+            report["rounds"].append(r)
+    finally:
+        server.terminate()
+        server.wait()
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
