@@ -416,13 +416,17 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     }
     int64_t numel = 1;
     for (int64_t n : info.ne) numel *= n;
-    // numel / block_elems * block_bytes cannot overflow: block_bytes <= 8 * block_elems.
-    uint64_t nbytes = static_cast<uint64_t>(numel / ti->block_elems) * ti->block_bytes;
-    uint64_t avail = fsize > g->data_offset_ ? fsize - g->data_offset_ : 0;
-    if (info.offset > avail || nbytes > avail - info.offset) {
-      r.fail(tn + " data [" + std::to_string(info.offset) + ", +" + std::to_string(nbytes) +
-             " bytes) at file offset " + std::to_string(g->data_offset_ + info.offset) +
-             " runs past the end of the file (" + std::to_string(fsize) + " bytes); file truncated?");
+    // Compared in blocks: blocks * block_bytes can wrap uint64 (f32 with 2^62 elements is 2^64 bytes),
+    // and a wrapped size would pass the check and overflow every later byte count.
+    const uint64_t blocks = static_cast<uint64_t>(numel / ti->block_elems);
+    const uint64_t avail = fsize > g->data_offset_ ? fsize - g->data_offset_ : 0;
+    if (info.offset > avail || blocks > (avail - info.offset) / ti->block_bytes) {
+      const std::string size = blocks > std::numeric_limits<uint64_t>::max() / ti->block_bytes
+                                   ? std::to_string(blocks) + " blocks of " + std::to_string(ti->block_bytes)
+                                   : std::to_string(blocks * ti->block_bytes);
+      r.fail(tn + " data [" + std::to_string(info.offset) + ", +" + size + " bytes) at file offset " +
+             std::to_string(g->data_offset_ + info.offset) + " runs past the end of the file (" +
+             std::to_string(fsize) + " bytes); file truncated?");
     }
   }
   return g;

@@ -199,6 +199,8 @@ TEST(GgufReader, BadDimensions) {
   expect_msg(open_error(one_tensor(0, {32, 0}).bytes()), {"tensor 'w'", "non-positive", "= 0"});
   expect_msg(open_error(one_tensor(0, {32, -4}).bytes()), {"tensor 'w'", "-4"});
   expect_msg(open_error(one_tensor(0, {1ll << 40, 1ll << 40}).bytes()), {"tensor 'w'", "overflow"});
+  // 2^62 f32 elements: 2^64 bytes wraps to 0 in uint64 (found by fuzz_gguf; must not pass as empty).
+  expect_msg(open_error(one_tensor(0, {1ll << 31, 1ll << 31}).bytes()), {"tensor 'w'", "past the end"});
   expect_msg(open_error(one_tensor(0, {1, 1, 1, 1, 1}).bytes()), {"tensor 'w'", "5 dimensions"});
   // Q8_0 rows must hold whole blocks of 32.
   expect_msg(open_error(one_tensor(8, {20, 2}).bytes()), {"tensor 'w'", "q8_0", "20"});
