@@ -127,57 +127,66 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   k_.add(b.x, a.proj.data(), n * d, b.x);
 }
 
-// RoPE on q/k, store k/v at [pos, pos + n), then blocked causal attention (attend_causal) over
-// units of (kv head, query block): each unit reads its head's K/V once for all the group's heads.
+// RoPE on q/k and K/V stores for every row at its sequence's position, then blocked causal attention
+// (attend_causal) over units of (sequence, query block, kv head): each unit reads its head's K/V
+// once for all the group's heads.
 void CpuExecutor::attention(const LayerBatch& b) {
   Activations& a = *b.acts;
-  KvCache& kv = *b.kv;
-  const int n = b.n, hd = cfg_.head_dim, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
+  const int hd = cfg_.head_dim, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
   const int n_heads = cfg_.n_heads, n_kv = cfg_.n_kv_heads, group = cfg_.group_size();
-  for_tokens(pool_, n, [&](int t0, int t1) {
-    for (int t = t0; t < t1; ++t) {
+  for_tokens(pool_, b.n, [&](int t0, int t1) {
+    for_rows(b.seqs, t0, t1, [&](int t, const SeqRows& s) {
+      const int pos = s.pos + t - s.row;
+      KvCache& kv = *s.kv;
       float* q = a.q.data() + static_cast<int64_t>(t) * q_dim;
       float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
       const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
-      k_.rope(q, n_heads, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
-      k_.rope(kr, n_kv, hd, cfg_.rope_dim, b.pos + t, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
+      k_.rope(q, n_heads, hd, cfg_.rope_dim, pos, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
+      k_.rope(kr, n_kv, hd, cfg_.rope_dim, pos, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
+      const int64_t at = static_cast<int64_t>(pos) * kv.row_bytes();
       for (int h = 0; h < n_kv; ++h) {
-        const int64_t at = static_cast<int64_t>(b.pos + t) * kv.row_bytes();
         k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);
         k_.store_kv(vr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.v(b.layer, h)) + at);
       }
-    }
+    });
   });
   // A query block fills one kernel pass (kAttentionMaxRows token x head rows): fewer tokens would
   // re-read K/V for half-empty passes, more would not share the reads (passes run one by one).
   const int block = std::max(1, static_cast<int>(kernels::kAttentionMaxRows) / group);
-  const int n_blocks = (n + block - 1) / block;
+  auto blocks = [&](const SeqRows& s) { return (s.n + block - 1) / block; };
+  int64_t units = 0, work = 0;
+  for (const SeqRows& s : b.seqs) {
+    units += static_cast<int64_t>(blocks(s)) * n_kv;
+    work += static_cast<int64_t>(s.n) * n_heads * (s.pos + s.n) * hd;
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   auto run = [&](int64_t begin, int64_t end, int thread) {
     float* scratch = a.attn_scratch.data() + thread * a.attn_scratch_floats;
+    size_t si = 0;
+    int64_t first = 0;  // first unit of b.seqs[si]
     for (int64_t u = begin; u < end; ++u) {
+      while (u >= first + static_cast<int64_t>(blocks(b.seqs[si])) * n_kv) first += blocks(b.seqs[si++]) * n_kv;
+      const SeqRows& s = b.seqs[si];
       // Last query blocks first: they attend over the most positions, so the tail of the dynamic
       // schedule holds the short units and the threads finish together.
-      const int qb = n_blocks - 1 - static_cast<int>(u / n_kv), h = static_cast<int>(u % n_kv);
+      const int qb = blocks(s) - 1 - static_cast<int>((u - first) / n_kv), h = static_cast<int>((u - first) % n_kv);
       const int t0 = qb * block;
-      const int64_t off = static_cast<int64_t>(t0) * q_dim + static_cast<int64_t>(h) * group * hd;
+      const int64_t off = static_cast<int64_t>(s.row + t0) * q_dim + static_cast<int64_t>(h) * group * hd;
       kernels::AttentionArgs args;
       args.q = a.q.data() + off;
       args.out = a.att.data() + off;
       args.ld = q_dim;
-      args.k = kv.k(b.layer, h);
-      args.v = kv.v(b.layer, h);
-      args.kv = kv.dtype();
-      args.n_q = std::min(block, n - t0);
-      args.pos0 = b.pos + t0;
+      args.k = s.kv->k(b.layer, h);
+      args.v = s.kv->v(b.layer, h);
+      args.kv = s.kv->dtype();
+      args.n_q = std::min(block, s.n - t0);
+      args.pos0 = s.pos + t0;
       args.group = group;
       args.head_dim = hd;
       args.scale = scale;
       k_.attend_causal(args, scratch);
     }
   };
-  const int64_t units = static_cast<int64_t>(n_blocks) * n_kv;
-  const int64_t work = static_cast<int64_t>(n) * n_heads * (b.pos + n) * hd;
   if (work < inline_macs_) {
     run(0, units, 0);
   } else {

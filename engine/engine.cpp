@@ -82,7 +82,7 @@ class LocalEngine final : public Engine {
         ctx_(resolve_ctx(opts, model_->config)),
         tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
-             opts.kv_type, pool_.size(), opts.prompt_cache_bytes) {
+             opts.kv_type, pool_.size(), opts.prompt_cache_bytes, opts.parallel) {
     if (opts.backend == Backend::kAne) {
       if (model_->config.qk_norm) {  // the layer programs have no per-head q/k RMSNorm
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(model_->config.arch)) +
@@ -116,6 +116,7 @@ class LocalEngine final : public Engine {
     s.isa = kernels::isa_name(tf_.kernels().isa);
     s.weight_bytes = model_->weight_bytes;
     s.kv_bytes = gen_.kv_bytes();
+    s.parallel = gen_.slots();
     const PromptCache::Stats& pc = gen_.prompt_cache_stats();
     s.prompt_cache_budget_bytes = pc.budget_bytes;
     s.prompt_cache_bytes = pc.bytes;
@@ -137,6 +138,17 @@ class LocalEngine final : public Engine {
     return gen_.generate(req, on_token);
   }
 
+  int parallel() const override { return gen_.slots(); }
+
+  bool start(GenerateRequest req, TokenCallback on_token, DoneCallback on_done) override {
+    return gen_.start(std::move(req), std::move(on_token), std::move(on_done));
+  }
+
+  bool step() override {
+    adopt_resident_copy();
+    return gen_.step();
+  }
+
   std::span<const float> forward(std::span<const int> tokens, int start_pos, bool all_logits) override {
     adopt_resident_copy();
     return gen_.forward(tokens, start_pos, all_logits);
@@ -148,7 +160,8 @@ class LocalEngine final : public Engine {
   int ctx_;
   Transformer tf_;
   Generator gen_;
-  // Between requests (no forward pass runs): point the views at the finished background copy.
+  // Between forward passes (sequences may be running: their KV never points at weights): point the
+  // views at the finished background copy.
   void adopt_resident_copy() {
     if (!copy_ || !copy_->done()) return;
     copier_.join();
@@ -168,6 +181,9 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& opts, const LoadProgre
   if (opts.prompt_cache_bytes < 0) {
     throw Error(ErrorKind::kInvalidArgument,
                 "prompt_cache_bytes must be >= 0, got " + std::to_string(opts.prompt_cache_bytes));
+  }
+  if (opts.parallel < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "parallel must be >= 1, got " + std::to_string(opts.parallel));
   }
   if (opts.kv_type != DType::kF16 && opts.kv_type != DType::kF32) {
     throw Error(ErrorKind::kInvalidArgument,

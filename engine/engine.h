@@ -35,6 +35,7 @@ struct EngineOptions {
   DType kv_type = DType::kF16;            // KV cache storage: kF16 (as llama.cpp) or kF32
   int max_batch = 0;                      // prefill tokens per forward chunk; 0: 512 (llama.cpp n_ubatch)
   int64_t prompt_cache_bytes = 0;         // KV snapshots of earlier sequences reused across requests; 0: off
+  int parallel = 1;                       // sequences decoded together (continuous batching), each with ctx KV
   // Copy the mapped weights into huge-page memory on a background thread, serving from the mapping
   // meanwhile (a server is ready at once); false: copy before load returns (benchmarks, tools).
   bool background_residency = false;
@@ -47,7 +48,8 @@ struct BackendStats {
   int ane_cache_hits = 0;
   double ane_compile_ms = 0;
   int64_t weight_bytes = 0;
-  int64_t kv_bytes = 0;
+  int64_t kv_bytes = 0;         // every sequence slot's cache
+  int parallel = 1;             // sequence slots (EngineOptions::parallel)
   int64_t prompt_cache_budget_bytes = 0;  // EngineOptions::prompt_cache_bytes
   int64_t prompt_cache_bytes = 0;         // held now (<= budget)
   int prompt_cache_entries = 0;
@@ -74,6 +76,13 @@ class Engine {
   // then sample until a stop.
   // Throws as validate() for a request that does not fit.
   virtual GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) = 0;
+
+  // Continuous batching (see Generator): start() places a request in a free sequence slot (false
+  // when all parallel() slots run; throws as validate()); step() runs one batched forward pass over
+  // every started sequence and returns whether any still runs. on_done reports each end exactly once.
+  virtual int parallel() const = 0;
+  virtual bool start(GenerateRequest req, TokenCallback on_token, DoneCallback on_done) = 0;
+  virtual bool step() = 0;
 
   // Low level, for tests and benchmarks: run `tokens` at positions [start_pos, start_pos + n)
   // (the cache must hold positions < start_pos); returns logits of the last token, or of every

@@ -13,6 +13,10 @@
 #include "engine/model_config.h"
 #include "engine/sampler.h"
 
+namespace anelm {
+class Error;
+}
+
 namespace anelm::engine {
 
 enum class FinishReason {
@@ -68,6 +72,10 @@ struct GenerateResult {
   double prefill_ms = 0, decode_ms = 0;
   double prefill_tok_s = 0, decode_tok_s = 0;
 };
+
+// Called once when a started sequence ends: its result, and the error that failed it (null when it
+// finished normally; the result then holds what was generated before the failure).
+using DoneCallback = std::function<void(const GenerateResult& result, const Error* error)>;
 
 // The one validation of a request against a model and a context of `ctx` tokens. Throws
 // Error(kInvalidArgument) naming the field and value, or Error(kContextLength) when the prompt plus

@@ -1,8 +1,9 @@
-// Prefill with KV prefix reuse, then sample -> stop checks -> callback -> decode one token, until a stop.
+// Continuous batching: slots, prefix reuse, step planning (decodes + prefill chunks), sampling,
+// stop rules, cancellation and timings per sequence.
 #include "engine/generator.h"
 
 #include <algorithm>
-#include <chrono>
+#include <optional>
 #include <string>
 
 #include "engine/error.h"
@@ -11,148 +12,320 @@ namespace anelm::engine {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+double ms_between(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
 [[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorKind::kInvalidArgument, msg); }
 
+int common_prefix(std::span<const int> a, std::span<const int> b) {
+  return static_cast<int>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
+
 }  // namespace
 
+// One slot: its cache and buffers (allocated once) and the request it runs, if any.
+struct Generator::Sequence {
+  Sequence(const ModelConfig& cfg, int ctx, DType kv_type) : kv(cfg, ctx, kv_type) {
+    cached.reserve(static_cast<size_t>(ctx));
+    history.reserve(static_cast<size_t>(ctx));
+    step.top.reserve(64);
+    scratch.logits.reserve(static_cast<size_t>(cfg.vocab_size));
+    scratch.cand.reserve(static_cast<size_t>(cfg.vocab_size));
+    scratch.window.reserve(static_cast<size_t>(ctx));
+    masked.reserve(static_cast<size_t>(cfg.vocab_size));
+  }
+
+  bool cancelled() const { return req.cancel && req.cancel->load(std::memory_order_relaxed); }
+  bool prefilling() const { return prefilled < static_cast<int>(req.prompt.size()); }
+
+  KvCache kv;
+  std::vector<int> cached;   // ids whose K/V rows are complete, positions [0, size)
+  std::vector<int> history;  // prompt + generated ids (penalty window)
+  SampleScratch scratch;
+  std::vector<float> masked;  // logits under a constraint's mask
+  TokenStep step;
+  uint64_t last_used = 0;
+
+  // The running request (active), from start() to finish().
+  bool active = false;
+  GenerateRequest req;
+  TokenCallback on_token;
+  DoneCallback on_done;
+  GenerateResult res;
+  Rng rng;
+  uint64_t started = 0;   // arrival order: prefill chunks go oldest first
+  int prefilled = 0;      // prompt tokens whose K/V are complete
+  int next = 0;           // decoding: the sampled id the next step forwards
+  Clock::time_point t_start, t_decode;
+};
+
 Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads,
-                     int64_t prompt_cache_bytes)
-    : tf_(tf), cfg_(tf.config()), kv_(tf.config(), ctx, kv_type),
-      pcache_(kv_, cfg_.n_layers, cfg_.n_kv_heads, prompt_cache_bytes),
+                     int64_t prompt_cache_bytes, int n_seqs)
+    : tf_(tf), cfg_(tf.config()), ctx_(ctx),
+      pcache_(KvCache(tf.config(), 1, kv_type), cfg_.n_layers, cfg_.n_kv_heads, prompt_cache_bytes),
       acts_(tf.config(), max_batch, ctx, n_threads) {
-  cached_.reserve(static_cast<size_t>(ctx));
-  history_.reserve(static_cast<size_t>(ctx));
-  step_.top.reserve(64);
-  scratch_.logits.reserve(static_cast<size_t>(cfg_.vocab_size));
-  scratch_.cand.reserve(static_cast<size_t>(cfg_.vocab_size));
-  scratch_.window.reserve(static_cast<size_t>(ctx));
-  masked_.reserve(static_cast<size_t>(cfg_.vocab_size));
+  if (n_seqs < 1 || n_seqs > max_batch) {
+    invalid("parallel sequences must be in [1, " + std::to_string(max_batch) + "] (the batch size), got " +
+            std::to_string(n_seqs));
+  }
+  for (int i = 0; i < n_seqs; ++i) seqs_.push_back(std::make_unique<Sequence>(cfg_, ctx, kv_type));
+  const auto slots = static_cast<size_t>(n_seqs);
+  tokens_.reserve(static_cast<size_t>(max_batch));
+  rows_.reserve(slots);
+  row_seq_.reserve(slots);
+  logit_rows_.reserve(slots);
+  logit_seq_.reserve(slots);
+  logits_.assign(slots * static_cast<size_t>(cfg_.vocab_size), 0.0f);
+  abort_ = [this] { return batch_cancelled(); };
 }
+
+Generator::~Generator() = default;
+
+int Generator::active() const {
+  return static_cast<int>(std::count_if(seqs_.begin(), seqs_.end(), [](const auto& s) { return s->active; }));
+}
+
+int64_t Generator::kv_bytes() const { return seqs_.front()->kv.bytes() * static_cast<int64_t>(seqs_.size()); }
+
+std::span<const int> Generator::cached_tokens() const { return seqs_.front()->cached; }
 
 bool Generator::is_stop(int id, const GenerateRequest& req) const {
   if (!req.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), id) != cfg_.eos_ids.end()) return true;
   return std::find(req.extra_stop_ids.begin(), req.extra_stop_ids.end(), id) != req.extra_stop_ids.end();
 }
 
-// The sampled token was refused: draw again from the logits with every refused token masked.
-int Generator::sample_constrained(const GenerateRequest& req, Rng& rng) {
-  masked_.assign(acts_.logits.begin(), acts_.logits.end());  // reserved to the vocabulary: no allocation
-  if (req.constraint->mask(masked_) == 0) {
-    throw Error(ErrorKind::kInternal, "the output constraint allows no token (an unsatisfiable grammar?)");
+// The free slot holding the longest prefix of `prompt` (its rows are reused for free); among equals
+// the least recently used, so a slot that holds another client's prefix is kept longest.
+Generator::Sequence* Generator::choose_slot(std::span<const int> prompt) {
+  Sequence* best = nullptr;
+  int best_common = -1;
+  for (const auto& s : seqs_) {
+    if (s->active) continue;
+    const int common = common_prefix(s->cached, prompt);
+    if (common > best_common || (common == best_common && s->last_used < best->last_used)) {
+      best = s.get();
+      best_common = common;
+    }
   }
-  return sample(masked_, req.sampling, history_, rng, scratch_);
+  return best;
 }
 
-// Makes the KV cache hold the longest known prefix of `prompt` and returns its length; the last
-// prompt token is always recomputed (its logits are needed to sample). Sources: the active
-// sequence's own rows (free), or a prompt-cache entry, whose rows past the active common prefix are
-// copied in. Before the active rows are overwritten, the sequence they hold is snapshotted into the
-// prompt cache: cached_ lists exactly the positions a forward pass completed, so a cancelled or
-// failed request leaves a shorter but never a wrong entry.
-int Generator::reuse_prefix(std::span<const int> prompt) {
+// Makes slot s hold the longest known prefix of `prompt` and returns its length; the last prompt
+// token is always recomputed (its logits are needed to sample). Sources: the slot's own rows (free),
+// or a prompt-cache entry, whose rows past the slot's common prefix are copied in. Before the slot's
+// rows are overwritten, the sequence they hold is snapshotted into the prompt cache: `cached` lists
+// exactly the positions a forward pass completed, so a cancelled or failed request leaves a shorter
+// but never a wrong entry.
+int Generator::reuse_prefix(Sequence& s, std::span<const int> prompt) {
   const int n_prompt = static_cast<int>(prompt.size());
-  const auto mismatch = std::mismatch(cached_.begin(), cached_.end(), prompt.begin(), prompt.end());
-  const int common = static_cast<int>(mismatch.first - cached_.begin());
+  const int common = common_prefix(s.cached, prompt);
   int reuse = std::min(common, n_prompt - 1);
   if (pcache_.enabled()) {
-    if (common < static_cast<int>(cached_.size()) && static_cast<int>(cached_.size()) >= kMinCachedPrefix) {
-      pcache_.store(cached_, kv_);
+    if (common < static_cast<int>(s.cached.size()) && static_cast<int>(s.cached.size()) >= kMinCachedPrefix) {
+      pcache_.store(s.cached, s.kv);
     }
     const PromptCache::Hit hit = pcache_.lookup(prompt);
     const int from_cache = std::min(hit.tokens, n_prompt - 1);
     if (from_cache > reuse && from_cache >= std::min(kMinCachedPrefix, n_prompt - 1)) {
-      pcache_.restore(hit, reuse, from_cache, kv_);  // rows [0, reuse) are already the same prefix
+      pcache_.restore(hit, reuse, from_cache, s.kv);  // rows [0, reuse) are already the same prefix
       reuse = from_cache;
     }
   }
-  cached_.assign(prompt.begin(), prompt.begin() + reuse);  // reserved to ctx: no allocation
+  s.cached.assign(prompt.begin(), prompt.begin() + reuse);  // reserved to ctx: no allocation
   return reuse;
 }
 
-GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallback& on_token) {
-  validate_request(req, cfg_, ctx());
-  GenerateResult res;
-  res.prompt_tokens = static_cast<int>(req.prompt.size());
-  if (req.max_tokens == 0) return res;  // nothing to generate (finish kLength)
-  res.ids.reserve(static_cast<size_t>(req.max_tokens.value_or(ctx())));
-  auto cancelled = [&] { return req.cancel && req.cancel->load(std::memory_order_relaxed); };
-
-  // ---- prefill; its time includes the prompt cache's copies (snapshot and restore)
-  const auto t_prefill = Clock::now();
-  const int reuse = reuse_prefix(req.prompt);
-  res.cached_tokens = reuse;
-  const std::span<const int> todo(req.prompt.data() + reuse, req.prompt.size() - static_cast<size_t>(reuse));
-  const int done = tf_.forward(todo, reuse, kv_, acts_, nullptr, req.cancel);
-  cached_.insert(cached_.end(), todo.begin(), todo.begin() + done);
-  res.prefill_ms = ms_since(t_prefill);
-  res.prefill_tok_s = res.prefill_ms > 0 ? static_cast<double>(todo.size()) / (res.prefill_ms / 1e3) : 0.0;
-  if (done < static_cast<int>(todo.size())) {
-    res.finish = FinishReason::kCancelled;
-    return res;
+bool Generator::start(GenerateRequest req, TokenCallback on_token, DoneCallback on_done) {
+  validate_request(req, cfg_, ctx_);
+  if (req.max_tokens == 0) {  // nothing to generate (finish kLength), no slot needed
+    GenerateResult res;
+    res.prompt_tokens = static_cast<int>(req.prompt.size());
+    if (on_done) on_done(res, nullptr);
+    return true;
   }
+  Sequence* s = choose_slot(req.prompt);
+  if (!s) return false;
+  s->active = true;
+  s->last_used = s->started = ++clock_;
+  s->t_start = Clock::now();
+  s->req = std::move(req);
+  s->on_token = std::move(on_token);
+  s->on_done = std::move(on_done);
+  s->res = GenerateResult{};
+  s->res.prompt_tokens = static_cast<int>(s->req.prompt.size());
+  s->res.ids.reserve(static_cast<size_t>(s->req.max_tokens.value_or(ctx_)));
+  s->rng = Rng(s->req.sampling.seed);
+  s->prefilled = s->res.cached_tokens = reuse_prefix(*s, s->req.prompt);
+  return true;
+}
 
-  // ---- decode: sample from acts_.logits, stop checks, callback, forward the token
-  history_.assign(req.prompt.begin(), req.prompt.end());
-  Rng rng(req.sampling.seed);
-  const auto t_decode = Clock::now();
+void Generator::finish(Sequence& s, FinishReason why) {
+  const Clock::time_point now = Clock::now();
+  GenerateResult& r = s.res;
+  r.finish = why;
+  if (s.prefilling()) {
+    r.prefill_ms = ms_between(s.t_start, now);
+  } else {
+    r.decode_ms = ms_between(s.t_decode, now);
+    r.decode_tok_s = r.decode_ms > 0 ? static_cast<double>(r.ids.size()) / (r.decode_ms / 1e3) : 0.0;
+  }
+  s.active = false;
+  const DoneCallback done = std::move(s.on_done);
+  s.req = GenerateRequest{};  // drops the prompt, the constraint and the callbacks' captures
+  s.on_token = nullptr;
+  if (done) done(r, nullptr);
+}
+
+void Generator::fail(Sequence& s, const std::exception& e) {
+  const auto* err = dynamic_cast<const Error*>(&e);
+  const Error internal(ErrorKind::kInternal, e.what());
+  s.active = false;
+  const DoneCallback done = std::move(s.on_done);
+  s.req = GenerateRequest{};
+  s.on_token = nullptr;
+  if (done) done(s.res, err ? err : &internal);
+}
+
+bool Generator::batch_cancelled() const {
+  return std::all_of(row_seq_.begin(), row_seq_.end(), [](const Sequence* s) { return s->cancelled(); });
+}
+
+// Rows of the next pass: one per decoding sequence, then prompt chunks of the prefilling ones,
+// oldest first, in the rows left of max_batch (a new request's first token waits for at most its
+// own prompt's chunks, never for the other sequences to finish).
+void Generator::plan_step() {
+  tokens_.clear();
+  rows_.clear();
+  row_seq_.clear();
+  logit_rows_.clear();
+  logit_seq_.clear();
+  auto add = [&](Sequence& s, std::span<const int> ids, bool samples) {
+    const int row = static_cast<int>(tokens_.size());
+    rows_.push_back(SeqRows{row, static_cast<int>(ids.size()), static_cast<int>(s.cached.size()), &s.kv});
+    row_seq_.push_back(&s);
+    tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+    if (samples) {
+      logit_rows_.push_back(static_cast<int>(tokens_.size()) - 1);
+      logit_seq_.push_back(&s);
+    }
+  };
+  for (const auto& s : seqs_) {
+    if (s->active && !s->prefilling()) add(*s, {&s->next, 1}, true);
+  }
   for (;;) {
-    if (cancelled()) {
-      res.finish = FinishReason::kCancelled;
-      break;
+    Sequence* oldest = nullptr;
+    for (const auto& s : seqs_) {
+      const bool planned = std::find(row_seq_.begin(), row_seq_.end(), s.get()) != row_seq_.end();
+      if (s->active && s->prefilling() && !planned && (!oldest || s->started < oldest->started)) oldest = s.get();
     }
-    const std::span<const float> logits(acts_.logits);
-    int id = sample(logits, req.sampling, history_, rng, scratch_);
-    if (req.constraint && !req.constraint->allows(id)) id = sample_constrained(req, rng);
-    if (is_stop(id, req)) {
-      res.finish = FinishReason::kStop;
-      break;
-    }
-    step_.id = id;
-    const float lse = tf_.kernels().log_sum_exp(logits.data(), static_cast<int>(logits.size()));
-    step_.logprob = logits[static_cast<size_t>(id)] - lse;
-    top_logprobs(logits, req.top_logprobs, lse, step_.top);
-    res.ids.push_back(id);
-    history_.push_back(id);
-    if (req.constraint) req.constraint->accept(id);
-    if (on_token && !on_token(step_)) {
-      res.finish = FinishReason::kAborted;
-      break;
-    }
-    if (req.max_tokens && static_cast<int>(res.ids.size()) == *req.max_tokens) {
-      res.finish = FinishReason::kLength;
-      break;
-    }
-    const int pos = static_cast<int>(cached_.size());
-    if (pos >= ctx()) {
-      res.finish = FinishReason::kContext;
-      break;
-    }
-    if (tf_.forward(std::span<const int>(&id, 1), pos, kv_, acts_, nullptr, req.cancel) == 0) {
-      res.finish = FinishReason::kCancelled;
-      break;
-    }
-    cached_.push_back(id);
+    const int room = acts_.max_batch - static_cast<int>(tokens_.size());
+    if (!oldest || room == 0) break;
+    const std::span<const int> prompt(oldest->req.prompt);
+    const int take = std::min(room, static_cast<int>(prompt.size()) - oldest->prefilled);
+    add(*oldest, prompt.subspan(static_cast<size_t>(oldest->prefilled), static_cast<size_t>(take)),
+        oldest->prefilled + take == static_cast<int>(prompt.size()));
   }
-  res.decode_ms = ms_since(t_decode);
-  res.decode_tok_s = res.decode_ms > 0 ? static_cast<double>(res.ids.size()) / (res.decode_ms / 1e3) : 0.0;
-  return res;
+}
+
+bool Generator::step() {
+  for (const auto& s : seqs_) {
+    if (s->active && s->cancelled()) finish(*s, FinishReason::kCancelled);
+  }
+  plan_step();
+  if (tokens_.empty()) return active() > 0;
+  bool complete = false;
+  try {
+    complete = tf_.step(BatchStep{tokens_, rows_, logit_rows_, logits_.data()}, acts_, abort_);
+  } catch (const std::exception& e) {  // the pass failed: the sequences in it end, the others go on
+    for (Sequence* s : row_seq_) fail(*s, e);
+    return active() > 0;
+  }
+  if (!complete) {  // every sequence of the pass was cancelled
+    for (Sequence* s : row_seq_) finish(*s, FinishReason::kCancelled);
+    return active() > 0;
+  }
+  const Clock::time_point now = Clock::now();
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    Sequence& s = *row_seq_[i];
+    const auto* ids = tokens_.data() + rows_[i].row;
+    s.cached.insert(s.cached.end(), ids, ids + rows_[i].n);
+    if (!s.prefilling()) continue;
+    s.prefilled += rows_[i].n;
+    if (s.prefilling()) continue;
+    GenerateResult& r = s.res;  // prefill done: its time includes the prompt cache's copies
+    r.prefill_ms = ms_between(s.t_start, now);
+    const int todo = r.prompt_tokens - r.cached_tokens;
+    r.prefill_tok_s = r.prefill_ms > 0 ? static_cast<double>(todo) / (r.prefill_ms / 1e3) : 0.0;
+    s.history.assign(s.req.prompt.begin(), s.req.prompt.end());
+    s.t_decode = now;
+  }
+  const auto vocab = static_cast<size_t>(cfg_.vocab_size);
+  for (size_t i = 0; i < logit_seq_.size(); ++i) {
+    Sequence& s = *logit_seq_[i];
+    try {
+      sample_next(s, std::span<const float>(logits_.data() + i * vocab, vocab));
+    } catch (const std::exception& e) {  // a constraint or callback failure ends only its sequence
+      fail(s, e);
+    }
+  }
+  return active() > 0;
+}
+
+// Samples from the logits of s's last row: stop checks, callback, then either finishes s or leaves
+// the id for the next pass to forward.
+void Generator::sample_next(Sequence& s, std::span<const float> logits) {
+  const GenerateRequest& req = s.req;
+  if (s.cancelled()) return finish(s, FinishReason::kCancelled);
+  int id = sample(logits, req.sampling, s.history, s.rng, s.scratch);
+  if (req.constraint && !req.constraint->allows(id)) {
+    // Refused: draw again with every refused token masked (reserved to the vocabulary: no allocation).
+    s.masked.assign(logits.begin(), logits.end());
+    if (req.constraint->mask(s.masked) == 0) {
+      throw Error(ErrorKind::kInternal, "the output constraint allows no token (an unsatisfiable grammar?)");
+    }
+    id = sample(s.masked, req.sampling, s.history, s.rng, s.scratch);
+  }
+  if (is_stop(id, req)) return finish(s, FinishReason::kStop);
+  s.step.id = id;
+  const float lse = tf_.kernels().log_sum_exp(logits.data(), static_cast<int>(logits.size()));
+  s.step.logprob = logits[static_cast<size_t>(id)] - lse;
+  top_logprobs(logits, req.top_logprobs, lse, s.step.top);
+  s.res.ids.push_back(id);
+  s.history.push_back(id);
+  if (req.constraint) req.constraint->accept(id);
+  if (s.on_token && !s.on_token(s.step)) return finish(s, FinishReason::kAborted);
+  if (req.max_tokens && static_cast<int>(s.res.ids.size()) == *req.max_tokens) return finish(s, FinishReason::kLength);
+  if (static_cast<int>(s.cached.size()) >= ctx_) return finish(s, FinishReason::kContext);
+  s.next = id;
+}
+
+GenerateResult Generator::generate(const GenerateRequest& req, const TokenCallback& on_token) {
+  GenerateResult out;
+  std::optional<Error> err;
+  bool done = false;
+  const bool started = start(req, on_token, [&](const GenerateResult& r, const Error* e) {
+    out = r;
+    if (e) err = *e;
+    done = true;
+  });
+  if (!started) throw Error(ErrorKind::kResourceExhausted, "every sequence slot is busy");
+  while (!done) step();
+  if (err) throw *err;
+  return out;
 }
 
 std::span<const float> Generator::forward(std::span<const int> tokens, int start_pos, bool all_logits) {
+  Sequence& s = *seqs_.front();
+  if (s.active) invalid("forward: slot 0 is running a request");
   if (tokens.empty()) invalid("forward: no tokens");
-  if (start_pos < 0 || start_pos > static_cast<int>(cached_.size())) {
+  if (start_pos < 0 || start_pos > static_cast<int>(s.cached.size())) {
     invalid("forward: start_pos " + std::to_string(start_pos) + " must be in [0, " +
-            std::to_string(cached_.size()) + "] (the cache holds " + std::to_string(cached_.size()) + " tokens)");
+            std::to_string(s.cached.size()) + "] (the cache holds " + std::to_string(s.cached.size()) + " tokens)");
   }
-  if (start_pos + static_cast<int64_t>(tokens.size()) > ctx()) {
+  if (start_pos + static_cast<int64_t>(tokens.size()) > ctx_) {
     invalid("forward: start_pos " + std::to_string(start_pos) + " + " + std::to_string(tokens.size()) +
-            " tokens exceeds the context of " + std::to_string(ctx()));
+            " tokens exceeds the context of " + std::to_string(ctx_));
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size) {
@@ -160,14 +333,14 @@ std::span<const float> Generator::forward(std::span<const int> tokens, int start
               " is out of range [0, " + std::to_string(cfg_.vocab_size) + ")");
     }
   }
-  cached_.resize(static_cast<size_t>(start_pos));
+  s.cached.resize(static_cast<size_t>(start_pos));
   float* out = nullptr;
   if (all_logits) {
     all_logits_.resize(tokens.size() * static_cast<size_t>(cfg_.vocab_size));
     out = all_logits_.data();
   }
-  tf_.forward(tokens, start_pos, kv_, acts_, out);
-  cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+  tf_.forward(tokens, start_pos, s.kv, acts_, out);
+  s.cached.insert(s.cached.end(), tokens.begin(), tokens.end());
   if (all_logits) return all_logits_;
   return acts_.logits;
 }

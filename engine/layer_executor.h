@@ -2,20 +2,40 @@
 // layer for a batch of tokens (CPU kernels today, ANE programs later). No virtual calls below this.
 #pragma once
 
+#include <span>
+
 namespace anelm::engine {
 
 class KvCache;
 struct Activations;
 
-// One decoder layer's work: tokens at positions [pos, pos + n).
+// Consecutive rows of a batch that belong to one sequence: its tokens at positions [pos, pos + n).
+struct SeqRows {
+  int row = 0;             // first row of the batch
+  int n = 0;
+  int pos = 0;             // position of the first of these tokens in its sequence
+  KvCache* kv = nullptr;   // the sequence's K/V: written at [pos, pos + n), read at [0, pos + i]
+};
+
+// One decoder layer's work over a batch whose rows are tokens of one or more sequences (continuous
+// batching: the decode rows of every running sequence plus a prefill chunk). The linears see all n
+// rows at once; attention runs per sequence over its own cache.
 struct LayerBatch {
   int layer = 0;
-  int n = 0;                      // tokens in the batch (<= acts->max_batch)
-  int pos = 0;                    // position of the first token
+  int n = 0;                      // rows in the batch (<= acts->max_batch)
   float* x = nullptr;             // [n][d_model] residual stream, updated in place
-  KvCache* kv = nullptr;          // K/V written at [pos, pos + n), read at [0, pos + i]
   Activations* acts = nullptr;    // scratch (x above may point into acts->x)
+  std::span<const SeqRows> seqs;  // in row order, covering rows [0, n) exactly
 };
+
+// fn(row, seq) for every row of [r0, r1) with the sequence it belongs to.
+template <typename Fn>
+void for_rows(std::span<const SeqRows> seqs, int r0, int r1, Fn&& fn) {
+  for (const SeqRows& s : seqs) {
+    const int b = s.row > r0 ? s.row : r0, e = s.row + s.n < r1 ? s.row + s.n : r1;
+    for (int t = b; t < e; ++t) fn(t, s);
+  }
+}
 
 // Runs x += attention(rmsnorm(x)); x += swiglu_ffn(rmsnorm(x)) for one layer, causal over the cache.
 // Implementations hold their own weights/programs; an executor that cannot run a layer leaves it to

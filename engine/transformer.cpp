@@ -15,48 +15,60 @@ void Transformer::set_layer_executor(int layer, LayerExecutor* exec) {
   layers_[static_cast<size_t>(layer)] = exec ? exec : &cpu_;
 }
 
-// out [n][vocab] = lm_head . rmsnorm(x[t]) for the n rows of x.
-void Transformer::logits(Activations& acts, const float* x, int n, float* out) {
+void Transformer::logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out) {
+  const int d = cfg_.d_model;
+  const int m = rows.empty() ? n : static_cast<int>(rows.size());
+  auto row = [&](int i) { return x + static_cast<int64_t>(rows.empty() ? i : rows[static_cast<size_t>(i)]) * d; };
   if (head_) {
-    head_->logits(x, n, out);
+    if (!rows.empty()) {  // the head reads contiguous rows: gather them (proj is free after the layers)
+      for (int i = 0; i < m; ++i) std::copy_n(row(i), d, acts.proj.data() + static_cast<int64_t>(i) * d);
+      x = acts.proj.data();
+    }
+    head_->logits(x, m, out);
     return;
   }
-  const int d = cfg_.d_model;
   const auto* norm = static_cast<const float*>(w_.out_norm.data);
-  for (int t = 0; t < n; ++t) k_.rmsnorm(x + t * d, norm, cfg_.rms_eps, d, acts.xb.data() + t * d);
+  for (int i = 0; i < m; ++i) k_.rmsnorm(row(i), norm, cfg_.rms_eps, d, acts.xb.data() + static_cast<int64_t>(i) * d);
   const LinearOut head[] = {{&w_.lm_head, out}};
-  parallel_linear(pool_, k_, acts.xb.data(), n, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
+  parallel_linear(pool_, k_, acts.xb.data(), m, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
+}
+
+bool Transformer::step(const BatchStep& b, Activations& acts, const std::function<bool()>& abort) {
+  const int n = static_cast<int>(b.tokens.size());
+  const int d = cfg_.d_model;
+  for (int t = 0; t < n; ++t) {
+    k_.dequantize_row(w_.tok_embd.data, w_.tok_embd.dtype, b.tokens[static_cast<size_t>(t)], d,
+                      acts.x.data() + static_cast<int64_t>(t) * d);
+  }
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    if (abort && abort()) return false;
+    layers_[static_cast<size_t>(l)]->run_layer(LayerBatch{l, n, acts.x.data(), &acts, b.seqs});
+  }
+  if (!b.logit_rows.empty()) logits(acts, acts.x.data(), n, b.logit_rows, b.logits);
+  return true;
 }
 
 int Transformer::forward(std::span<const int> tokens, int pos, KvCache& kv, Activations& acts,
                          float* all_logits, const std::atomic<bool>* cancel) {
   const int n_total = static_cast<int>(tokens.size());
-  const int d = cfg_.d_model;
-  auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+  const std::function<bool()> abort = [cancel] { return cancel && cancel->load(std::memory_order_relaxed); };
   for (int done = 0; done < n_total;) {
-    const int n = n_total - done < acts.max_batch ? n_total - done : acts.max_batch;
-    for (int t = 0; t < n; ++t) {
-      k_.dequantize_row(w_.tok_embd.data, w_.tok_embd.dtype, tokens[static_cast<size_t>(done + t)], d,
-                        acts.x.data() + static_cast<int64_t>(t) * d);
+    const int n = std::min(n_total - done, acts.max_batch);
+    const SeqRows seq{0, n, pos + done, &kv};
+    const int last = n - 1;
+    const bool final_chunk = done + n == n_total;
+    BatchStep b{tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(n)), {&seq, 1}, {}, nullptr};
+    if (final_chunk && !all_logits) {
+      b.logit_rows = {&last, 1};
+      b.logits = acts.logits.data();
     }
-    for (int l = 0; l < cfg_.n_layers; ++l) {
-      if (cancelled()) return done;
-      const LayerBatch batch{l, n, pos + done, acts.x.data(), &kv, &acts};
-      layers_[static_cast<size_t>(l)]->run_layer(batch);
-    }
-    if (all_logits) {
-      logits(acts, acts.x.data(), n, all_logits + static_cast<int64_t>(done) * cfg_.vocab_size);
-    }
+    if (!step(b, acts, abort)) return done;
+    if (all_logits) logits(acts, acts.x.data(), n, {}, all_logits + static_cast<int64_t>(done) * cfg_.vocab_size);
     done += n;
-    if (done == n_total) {
-      const float* last = acts.x.data() + static_cast<int64_t>(n - 1) * d;
-      if (all_logits) {
-        const float* src = all_logits + static_cast<int64_t>(n_total - 1) * cfg_.vocab_size;
-        std::copy(src, src + cfg_.vocab_size, acts.logits.begin());
-      } else {
-        logits(acts, last, 1, acts.logits.data());
-      }
-    } else if (cancelled()) {
+    if (final_chunk && all_logits) {
+      const float* src = all_logits + static_cast<int64_t>(n_total - 1) * cfg_.vocab_size;
+      std::copy(src, src + cfg_.vocab_size, acts.logits.begin());
+    } else if (!final_chunk && abort()) {
       return done;
     }
   }

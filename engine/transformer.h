@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -24,6 +25,16 @@ class HeadExecutor {
  public:
   virtual ~HeadExecutor() = default;
   virtual void logits(const float* x, int n, float* out) = 0;
+};
+
+// One forward pass of continuous batching: rows [0, n) are tokens of one or more sequences (every
+// running decode plus prefill chunks), n <= acts.max_batch. Logits are computed for `logit_rows`
+// only (the last row of each sequence that samples next), into logits[i][vocab].
+struct BatchStep {
+  std::span<const int> tokens;
+  std::span<const SeqRows> seqs;     // in row order, covering [0, tokens.size())
+  std::span<const int> logit_rows;   // ascending
+  float* logits = nullptr;
 };
 
 // Const model + compute resources; per-sequence state (KvCache, Activations) is passed in.
@@ -51,8 +62,13 @@ class Transformer {
   int forward(std::span<const int> tokens, int pos, KvCache& kv, Activations& acts,
               float* all_logits = nullptr, const std::atomic<bool>* cancel = nullptr);
 
+  // Runs one batch (see BatchStep). `abort` (may be empty) is polled between layers: when it returns
+  // true the pass stops and step returns false, leaving the batch's K/V rows incomplete.
+  bool step(const BatchStep& b, Activations& acts, const std::function<bool()>& abort = {});
+
  private:
-  void logits(Activations& acts, const float* x, int n, float* out);
+  // out[i][vocab] = lm_head . rmsnorm(x[rows[i]]); rows empty: every one of the n rows of x.
+  void logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out);
 
   const ModelConfig& cfg_;
   const ModelWeights& w_;  // the loaded model's (resident) weights; not owned

@@ -1,7 +1,10 @@
-// Engine worker: pops jobs, runs Engine::generate with the job's cancel flag, pushes events.
+// Engine worker: starts queued jobs in free engine slots with their cancel flags, steps the engine,
+// pushes events.
 #include "server/engine_worker.h"
 
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace anelm::server {
 
@@ -14,8 +17,10 @@ PromptCacheSnapshot snapshot(const engine::BackendStats& s) {
 }  // namespace
 
 EngineWorker::EngineWorker(engine::Engine& engine, int max_queue, Metrics* metrics)
-    : engine_(engine), max_queue_(static_cast<size_t>(std::max(0, max_queue))), metrics_(metrics),
+    : engine_(engine), parallel_(static_cast<size_t>(std::max(1, engine.parallel()))),
+      max_queue_(static_cast<size_t>(std::max(0, max_queue))), metrics_(metrics),
       prompt_cache_(snapshot(engine.stats())) {
+  running_.reserve(parallel_);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -25,9 +30,9 @@ EngineWorker::Admit EngineWorker::try_submit(Job job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return Admit::kStopped;
-    // A job may start at once when nothing runs; otherwise it waits in the bounded queue.
-    size_t waiting_after = queue_.size() + (running_ ? 1 : 0);
-    if (waiting_after > max_queue_) return Admit::kQueueFull;
+    // A job may start at once while a slot is free; otherwise it waits in the bounded queue.
+    const size_t free_slots = parallel_ - std::min(parallel_, running_.size());
+    if (queue_.size() >= max_queue_ + free_slots) return Admit::kQueueFull;
     queue_.push_back(std::move(job));
   }
   cv_.notify_one();
@@ -41,7 +46,7 @@ int EngineWorker::queue_depth() const {
 
 int EngineWorker::active() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return running_ ? 1 : 0;
+  return static_cast<int>(running_.size());
 }
 
 PromptCacheSnapshot EngineWorker::prompt_cache() const {
@@ -52,82 +57,118 @@ PromptCacheSnapshot EngineWorker::prompt_cache() const {
 void EngineWorker::shutdown(std::chrono::milliseconds grace) {
   std::unique_lock<std::mutex> lock(mu_);
   accepting_ = false;
-  idle_cv_.wait_for(lock, grace, [&] { return queue_.empty() && !running_; });
+  idle_cv_.wait_for(lock, grace, [&] { return queue_.empty() && running_.empty(); });
   for (Job& j : queue_) j.channel->cancel();
-  if (running_) running_->cancel();
+  for (auto& ch : running_) ch->cancel();
   stop_ = true;
   lock.unlock();
   cv_.notify_all();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+// Each turn: start queued jobs while slots are free (outside the lock: start() may finish a job at
+// once), then one batched step of the engine. Waits only when nothing runs.
 void EngineWorker::run() {
+  std::vector<Job> starting;
+  starting.reserve(parallel_);
   for (;;) {
-    Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = job.channel;
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !running_.empty(); });
+      if (stop_ && queue_.empty() && running_.empty()) return;
+      while (!queue_.empty() && running_.size() < parallel_) {
+        running_.push_back(queue_.front().channel);
+        starting.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
     }
-    run_job(job);
-    const PromptCacheSnapshot pc = snapshot(engine_.stats());  // on this thread: the engine is ours
+    for (Job& job : starting) start_job(job);
+    starting.clear();
+    bool running = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      prompt_cache_ = pc;
-      running_.reset();
-      if (queue_.empty()) idle_cv_.notify_all();
+      running = !running_.empty();
     }
+    if (running) engine_.step();
   }
 }
 
-void EngineWorker::run_job(Job& job) {
+void EngineWorker::start_job(Job& job) {
   EventChannel& ch = *job.channel;
-  GenerationEvent done;
-  done.kind = GenerationEvent::Kind::kDone;
   if (ch.cancelled()) {  // cancelled while queued: never touches the engine
+    GenerationEvent done;
+    done.kind = GenerationEvent::Kind::kDone;
     done.result.finish = engine::FinishReason::kCancelled;
     done.result.prompt_tokens = static_cast<int>(job.request.prompt.size());
     if (metrics_) metrics_->generations_cancelled++;
     ch.push(std::move(done));
+    release(job.channel);
     return;
   }
   job.request.cancel = ch.cancel_flag();
   if (metrics_)
     metrics_->queue_wait.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - job.queued).count());
+  auto on_token = [channel = job.channel](const engine::TokenStep& step) {
+    GenerationEvent ev;
+    ev.step = step;
+    channel->push(std::move(ev));
+    return !channel->cancelled();
+  };
+  // The callback outlives this call (the engine keeps it until the sequence ends): it holds its own
+  // copy of the job's channel and arrival time, never a reference into `job`.
+  auto on_done = [this, done_job = Job{{}, job.channel, job.queued}](const engine::GenerateResult& r, const Error* e) {
+    finish_job(done_job, r, e);
+  };
   try {
-    done.result = engine_.generate(job.request, [&](const engine::TokenStep& step) {
-      GenerationEvent ev;
-      ev.step = step;
-      ch.push(std::move(ev));
-      return !ch.cancelled();
-    });
+    if (engine_.start(std::move(job.request), std::move(on_token), std::move(on_done))) return;
+    // Unreachable while the worker counts slots as the engine does.
+    const Error full(ErrorKind::kInternal, "the engine refused a job with a slot free");
+    finish_job(job, {}, &full);
   } catch (const Error& e) {
-    spdlog::warn("generation failed: {} ({})", e.what(), error_kind_name(e.kind()));
-    ch.push(GenerationEvent{GenerationEvent::Kind::kError, {}, {}, e.kind(), e.what()});
-    return;
+    finish_job(job, {}, &e);
   } catch (const std::exception& e) {
-    spdlog::error("generation failed: {}", e.what());
-    ch.push(GenerationEvent{GenerationEvent::Kind::kError, {}, {}, ErrorKind::kInternal, e.what()});
-    return;
+    const Error internal(ErrorKind::kInternal, e.what());
+    finish_job(job, {}, &internal);
   }
-  // The callback saw the cancel flag before the engine did: report it as a cancellation.
-  if (done.result.finish == engine::FinishReason::kAborted && ch.cancelled())
-    done.result.finish = engine::FinishReason::kCancelled;
-  if (metrics_) {
-    const auto& r = done.result;
-    metrics_->generations_total++;
-    if (r.finish == engine::FinishReason::kCancelled && !ch.stopped()) metrics_->generations_cancelled++;
-    metrics_->prompt_tokens_total += r.prompt_tokens;
-    metrics_->prefill_tokens_total += r.prompt_tokens - r.cached_tokens;
-    metrics_->completion_tokens_total += static_cast<int64_t>(r.ids.size());
-    metrics_->prefill_us_total += static_cast<int64_t>(r.prefill_ms * 1000.0);
-    metrics_->decode_us_total += static_cast<int64_t>(r.decode_ms * 1000.0);
-    if (!r.ids.empty()) metrics_->time_per_output_token.observe(r.decode_ms / 1000.0 / static_cast<double>(r.ids.size()));
+}
+
+// Pushes the job's last event (its result, or the error that failed it) and frees its slot.
+void EngineWorker::finish_job(const Job& job, const engine::GenerateResult& result, const Error* error) {
+  EventChannel& ch = *job.channel;
+  if (error) {
+    spdlog::warn("generation failed: {} ({})", error->what(), error_kind_name(error->kind()));
+    ch.push(GenerationEvent{GenerationEvent::Kind::kError, {}, {}, error->kind(), error->what()});
+  } else {
+    GenerationEvent done;
+    done.kind = GenerationEvent::Kind::kDone;
+    done.result = result;
+    // The callback saw the cancel flag before the engine did: report it as a cancellation.
+    if (done.result.finish == engine::FinishReason::kAborted && ch.cancelled())
+      done.result.finish = engine::FinishReason::kCancelled;
+    if (metrics_) {
+      const auto& r = done.result;
+      metrics_->generations_total++;
+      if (r.finish == engine::FinishReason::kCancelled && !ch.stopped()) metrics_->generations_cancelled++;
+      metrics_->prompt_tokens_total += r.prompt_tokens;
+      metrics_->prefill_tokens_total += r.prompt_tokens - r.cached_tokens;
+      metrics_->completion_tokens_total += static_cast<int64_t>(r.ids.size());
+      metrics_->prefill_us_total += static_cast<int64_t>(r.prefill_ms * 1000.0);
+      metrics_->decode_us_total += static_cast<int64_t>(r.decode_ms * 1000.0);
+      if (!r.ids.empty())
+        metrics_->time_per_output_token.observe(r.decode_ms / 1000.0 / static_cast<double>(r.ids.size()));
+    }
+    ch.push(std::move(done));
   }
-  ch.push(std::move(done));
+  release(job.channel);
+}
+
+void EngineWorker::release(const std::shared_ptr<EventChannel>& channel) {
+  const PromptCacheSnapshot pc = snapshot(engine_.stats());  // on this thread: the engine is ours
+  std::lock_guard<std::mutex> lock(mu_);
+  prompt_cache_ = pc;
+  const auto it = std::find(running_.begin(), running_.end(), channel);
+  if (it != running_.end()) running_.erase(it);
+  if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
 }
 
 }  // namespace anelm::server

@@ -1,4 +1,6 @@
-// The single thread that owns the Engine: a bounded job queue in, events out per job.
+// The single thread that owns the Engine: a bounded job queue in, events out per job. Up to
+// engine.parallel() jobs run at once, advanced together by the engine's batched steps (continuous
+// batching); queued jobs start in arrival order as slots free up.
 #pragma once
 
 #include <chrono>
@@ -7,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "engine/engine.h"
 #include "server/event_channel.h"
@@ -29,7 +32,7 @@ struct Job {
 
 class EngineWorker {
  public:
-  // `engine` must outlive the worker. max_queue: jobs that may wait besides the running one.
+  // `engine` must outlive the worker. max_queue: jobs that may wait besides the running ones.
   EngineWorker(engine::Engine& engine, int max_queue, Metrics* metrics);
   ~EngineWorker();
   EngineWorker(const EngineWorker&) = delete;
@@ -40,7 +43,8 @@ class EngineWorker {
   Admit try_submit(Job job);
 
   int queue_depth() const;   // waiting jobs
-  int active() const;        // 0 or 1 running jobs
+  int active() const;        // running jobs, <= parallel()
+  int parallel() const { return parallel_; }
   PromptCacheSnapshot prompt_cache() const;
 
   // Stops accepting; lets queued and running jobs finish for up to `grace`, then cancels the rest
@@ -49,16 +53,19 @@ class EngineWorker {
 
  private:
   void run();
-  void run_job(Job& job);
+  void start_job(Job& job);
+  void finish_job(const Job& job, const engine::GenerateResult& result, const Error* error);
+  void release(const std::shared_ptr<EventChannel>& channel);  // the job's slot is free again
 
   engine::Engine& engine_;
+  const size_t parallel_;
   const size_t max_queue_;
   Metrics* metrics_;
   mutable std::mutex mu_;
   std::condition_variable cv_;        // job arrived or stopping
   std::condition_variable idle_cv_;   // queue drained and nothing running
   std::deque<Job> queue_;
-  std::shared_ptr<EventChannel> running_;
+  std::vector<std::shared_ptr<EventChannel>> running_;  // channels of the started jobs
   PromptCacheSnapshot prompt_cache_;
   bool accepting_ = true;
   bool stop_ = false;

@@ -34,7 +34,8 @@ json model_object(ServerContext& ctx) {
 json stats_json(const engine::BackendStats& s) {
   return {{"backend", s.backend}, {"isa", s.isa}, {"ane_programs", s.ane_programs},
           {"ane_cache_hits", s.ane_cache_hits}, {"ane_compile_ms", s.ane_compile_ms},
-          {"weight_bytes", s.weight_bytes}, {"kv_bytes", s.kv_bytes}};
+          {"weight_bytes", s.weight_bytes}, {"kv_bytes", s.kv_bytes},
+          {"parallel", s.parallel}};
 }
 
 }  // namespace
@@ -67,6 +68,7 @@ HttpResponse handle_health(ServerContext& ctx, const HttpRequest&) {
     j["preset"] = ctx.model().preset;
     j["queue_depth"] = ctx.worker().queue_depth();
     j["requests_processing"] = ctx.worker().active();
+    j["parallel"] = ctx.worker().parallel();
     j["backend_stats"] = stats_json(ctx.backend_stats());
     const PromptCacheSnapshot pc = ctx.worker().prompt_cache();
     j["prompt_cache"] = {{"budget_bytes", pc.budget_bytes}, {"bytes", pc.bytes}, {"entries", pc.entries},

@@ -41,6 +41,8 @@ void add_flags(cxxopts::Options& o) {
       ("ctx", "context size in tokens (default 0: engine default)", cxxopts::value<int>())
       ("api-key", "require this key as 'Authorization: Bearer KEY' or 'X-Api-Key'",
        cxxopts::value<std::string>())
+      ("parallel", "requests generated at once in one batched forward pass, each with its own --ctx "
+       "tokens of KV cache (default " + std::to_string(d.parallel) + ")", cxxopts::value<int>())
       ("max-queue", "requests that may wait for the engine (default " + std::to_string(d.max_queue) + ")",
        cxxopts::value<int>())
       ("cache-ram", "prompt cache across requests in MiB: KV of earlier sequences reused by prompts that "
@@ -95,6 +97,7 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
   if (r.count("threads")) o.threads = r["threads"].as<int>();
   if (r.count("ctx")) o.ctx = r["ctx"].as<int>();
   if (r.count("api-key")) o.api_key = r["api-key"].as<std::string>();
+  if (r.count("parallel")) o.parallel = r["parallel"].as<int>();
   if (r.count("max-queue")) o.max_queue = r["max-queue"].as<int>();
   if (r.count("cache-ram")) o.cache_ram_mb = r["cache-ram"].as<int>();
   if (r.count("offline")) o.offline = true;
@@ -171,6 +174,7 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "threads") take(j, "threads", o.threads, source);
     else if (k == "ctx") take(j, "ctx", o.ctx, source);
     else if (k == "api_key") take(j, "api_key", o.api_key, source);
+    else if (k == "parallel") take(j, "parallel", o.parallel, source);
     else if (k == "max_queue") take(j, "max_queue", o.max_queue, source);
     else if (k == "cache_ram_mb") take(j, "cache_ram_mb", o.cache_ram_mb, source);
     else if (k == "offline") take(j, "offline", o.offline, source);
@@ -213,6 +217,7 @@ void validate_options(const ServerOptions& o) {
        "--log-level must be trace, debug, info, warn or error, got '" + o.log_level + "'");
   need(o.log_format == "text" || o.log_format == "json",
        "--log-format must be text or json, got '" + o.log_format + "'");
+  need(o.parallel >= 1 && o.parallel <= 256, "--parallel must be in [1, 256], got " + std::to_string(o.parallel));
   need(o.max_queue >= 0 && o.max_queue <= 4096, "--max-queue must be in [0, 4096]");
   need(o.cache_ram_mb >= 0 && o.cache_ram_mb <= (1 << 20),
        "--cache-ram must be in [0, 1048576] MiB, got " + std::to_string(o.cache_ram_mb));

@@ -16,7 +16,8 @@ struct ServerOptions {
   int threads = 0;                     // --threads: compute threads; 0: all hardware threads
   int ctx = 0;                         // --ctx: KV cache tokens; 0: engine default
   std::string api_key;                 // --api-key: empty disables authentication
-  int max_queue = 16;                  // --max-queue: jobs that may wait besides the running one
+  int parallel = 4;                    // --parallel: sequences decoded together, each with --ctx tokens of KV
+  int max_queue = 16;                  // --max-queue: jobs that may wait besides the running ones
   int cache_ram_mb = 256;              // --cache-ram: prompt cache across requests, MiB; 0: off
   std::string config_file;             // --config: JSON file of defaults
   bool offline = false;                // --offline: never download a missing model

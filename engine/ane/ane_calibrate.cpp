@@ -78,10 +78,11 @@ AnePrescales calibrate_ane_prescales(const ModelConfig& cfg, const ModelWeights&
                      acts.x.data() + static_cast<long>(t) * d);
   }
   AnePrescales s;
+  const SeqRows seq{0, n, 0, &kv};
   for (int l = 0; l < cfg.n_layers; ++l) {
     Magnitude in, out;
     in.add(acts.x.data(), n, d);
-    cpu.run_layer(LayerBatch{l, n, 0, acts.x.data(), &kv, &acts});
+    cpu.run_layer(LayerBatch{l, n, acts.x.data(), &acts, {&seq, 1}});
     out.add(acts.x.data(), n, d);
     Magnitude both{std::max(in.amax, out.amax), std::max(in.rms, out.rms)};
     s.attn.push_back(prescale_for(in, d));

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ class FakeEngine : public engine::Engine {
   engine::GenerateResult generate(const engine::GenerateRequest& req,
                                   const engine::TokenCallback& on_token) override;
   std::span<const float> forward(std::span<const int>, int, bool) override { return {}; }
+  // One sequence at a time: start() holds the request, step() runs generate() to its end.
+  int parallel() const override { return 1; }
+  bool start(engine::GenerateRequest req, engine::TokenCallback on_token, engine::DoneCallback on_done) override;
+  bool step() override;
 
   FakeScript& script() { return script_; }
   std::atomic<int> started{0};     // generate() calls
@@ -61,6 +66,12 @@ class FakeEngine : public engine::Engine {
  private:
   FakeScript script_;
   engine::ModelConfig config_;
+  struct Pending {
+    engine::GenerateRequest req;
+    engine::TokenCallback on_token;
+    engine::DoneCallback on_done;
+  };
+  std::optional<Pending> pending_;
 };
 
 }  // namespace anelm::testing

@@ -111,4 +111,23 @@ engine::GenerateResult FakeEngine::generate(const engine::GenerateRequest& req,
   return res;
 }
 
+bool FakeEngine::start(engine::GenerateRequest req, engine::TokenCallback on_token, engine::DoneCallback on_done) {
+  if (pending_) return false;
+  pending_ = Pending{std::move(req), std::move(on_token), std::move(on_done)};
+  return true;
+}
+
+bool FakeEngine::step() {
+  if (!pending_) return false;
+  Pending p = std::move(*pending_);
+  pending_.reset();
+  try {
+    const engine::GenerateResult r = generate(p.req, p.on_token);
+    p.on_done(r, nullptr);
+  } catch (const Error& e) {
+    p.on_done({}, &e);
+  }
+  return false;
+}
+
 }  // namespace anelm::testing
