@@ -83,9 +83,10 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     a = ap.parse_args()
     clients = [int(x) for x in a.clients.split(",")]
-    ctx = max(clients) * (a.prompt_tokens + a.gen_tokens) + 64
+    ctx = a.prompt_tokens + a.gen_tokens + 64  # per sequence slot
     server = subprocess.Popen([a.anelm, "serve", "--model", a.model, "--port", str(a.port), "--threads",
-                               str(a.threads), "--ctx", str(ctx), "--max-queue", str(max(clients) + 1)],
+                               str(a.threads), "--ctx", str(ctx), "--parallel", str(max(clients)),
+                               "--max-queue", str(max(clients) + 1)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):
