@@ -2,14 +2,17 @@
 """Serving benchmark: P concurrent clients against `anelm serve`, and llama.cpp doing the same work.
 
 Usage: bench/serve_bench.py --model FILE.gguf [--anelm build/anelm] [--clients 1,2,4,8]
-       [--prompt-tokens 128] [--gen-tokens 64] [--threads 2] [--port 18123]
+       [--prompt-tokens 128] [--gen-tokens 64] [--threads 2] [--port 18123] [--long-prompts 2048,8192]
 
 Each client sends one streamed /v1/completions request at the same moment: a prompt of N token ids
 (distinct per client, BOS-free, as llamacpp-bench's --parallel prompts) and max_tokens M (a random
 model rarely stops early; only tokens actually streamed are counted). Reported per P: aggregate generated tok/s over the wall time of the whole round, time to first
 token and the gaps between streamed tokens (p50, p99), and llama.cpp's figure for the same work from
 `llamacpp-bench --parallel P` (its prefill and decode phases back to back: P*M tokens over
-P*N / prefill_tok_s + P*M / decode_tok_s seconds). One JSON document on stdout.
+P*N / prefill_tok_s + P*M / decode_tok_s seconds). Then a late arrival: the time to first token of
+one more request sent while four others decode, against the same request alone on an idle server.
+With --long-prompts, one client's N-token prompt: time to first token, and prefill tok/s against
+`llamacpp-bench --prompt-tokens N`. One JSON document on stdout.
 """
 import argparse, http.client, json, os, statistics, subprocess, sys, threading, time
 
@@ -24,7 +27,7 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def client(port, prompt, gen, out):
+def client(port, prompt, gen, out, first=None):
     body = json.dumps({"prompt": prompt, "max_tokens": gen, "temperature": 0, "stream": True})
     t0 = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
@@ -37,6 +40,8 @@ def client(port, prompt, gen, out):
             chunk = json.loads(line[6:])
             if chunk.get("choices") and chunk["choices"][0].get("text") is not None:
                 stamps.append(time.perf_counter())
+                if first is not None:
+                    first.set()
     conn.close()
     out.append({"status": resp.status, "t0": t0, "stamps": stamps})
 
@@ -44,7 +49,7 @@ def client(port, prompt, gen, out):
 def run_round(port, p, n, gen):
     results, threads = [], []
     for c in range(p):
-        prompt = [(1000 + 7919 * (c * n + i)) % 100000 + 10 for i in range(n)]
+        prompt = prompt_ids(c, n)
         threads.append(threading.Thread(target=client, args=(port, prompt, gen, results)))
     start = time.perf_counter()
     for t in threads:
@@ -59,6 +64,45 @@ def run_round(port, p, n, gen):
             "wall_s": wall, "aggregate_tok_s": tokens / wall,
             "ttft_s_p50": pct(ttft, 0.5), "ttft_s_p99": pct(ttft, 0.99),
             "token_gap_s_p50": pct(gaps, 0.5), "token_gap_s_p99": pct(gaps, 0.99)}
+
+
+def prompt_ids(seed, n):
+    return [(1000 + 7919 * (seed * n + i)) % 100000 + 10 for i in range(n)]
+
+
+def late_arrival(port, n, gen):
+    """TTFT of a request arriving while four others decode, against the same request alone."""
+    alone = []
+    client(port, prompt_ids(9001, n), 4, alone)
+    results, threads, decoding = [], [], []
+    for c in range(4):
+        decoding.append(threading.Event())
+        threads.append(threading.Thread(target=client,
+                                        args=(port, prompt_ids(9100 + c, n), gen * 4, results, decoding[-1])))
+        threads[-1].start()
+    for e in decoding:
+        e.wait()
+    late = []
+    client(port, prompt_ids(9002, n), 4, late)
+    for t in threads:
+        t.join()
+    t_alone = alone[0]["stamps"][0] - alone[0]["t0"]
+    t_late = late[0]["stamps"][0] - late[0]["t0"]
+    return {"ttft_alone_s": t_alone, "ttft_with_4_decoding_s": t_late, "ratio": t_late / t_alone}
+
+
+def long_prompt(port, model, n, threads, no_peer):
+    out = []
+    client(port, prompt_ids(7000 + n, n), 4, out)
+    ttft = out[0]["stamps"][0] - out[0]["t0"]
+    r = {"prompt_tokens": n, "ttft_s": ttft, "prefill_tok_s": n / ttft}
+    if not no_peer:
+        cmd = [os.path.join(SHARED, "peers", "bin", "llamacpp-bench"), model, "--prompt-tokens", str(n),
+               "--gen-tokens", "4", "--threads", str(threads), "--reps", "1"]
+        j = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        r["llamacpp_prefill_tok_s"] = j["prefill_tok_s"]
+        r["ratio_prefill"] = r["prefill_tok_s"] / j["prefill_tok_s"]
+    return r
 
 
 def peer(model, p, n, gen, threads):
@@ -81,11 +125,14 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--port", type=int, default=18123)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--long-prompts", default="", help="comma-separated prompt lengths, e.g. 2048,8192")
     a = ap.parse_args()
     clients = [int(x) for x in a.clients.split(",")]
-    ctx = a.prompt_tokens + a.gen_tokens + 64  # per sequence slot
+    longs = [int(x) for x in a.long_prompts.split(",") if x]
+    ctx = max([a.prompt_tokens + 4 * a.gen_tokens] + longs) + 64  # per sequence slot
+    parallel = max(clients + [5])  # the late arrival is a fifth sequence
     server = subprocess.Popen([a.anelm, "serve", "--model", a.model, "--port", str(a.port), "--threads",
-                               str(a.threads), "--ctx", str(ctx), "--parallel", str(max(clients)),
+                               str(a.threads), "--ctx", str(ctx), "--parallel", str(parallel),
                                "--max-queue", str(max(clients) + 1)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -100,7 +147,7 @@ def main():
             time.sleep(0.05)
         else:
             sys.exit("anelm serve did not become ready")
-        run_round(a.port, 1, a.prompt_tokens, 4)  # warm-up: pages in the weights
+        run_round(a.port, 1, a.prompt_tokens, a.gen_tokens)  # warm-up: weights paged in and made resident
         report = {"tool": "anelm-serve-bench", "model": os.path.basename(a.model),
                   "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens, "threads": a.threads,
@@ -111,6 +158,8 @@ def main():
                 r["llamacpp"] = peer(a.model, p, a.prompt_tokens, a.gen_tokens, a.threads)
                 r["ratio_end_to_end"] = r["aggregate_tok_s"] / r["llamacpp"]["end_to_end_tok_s"]
             report["rounds"].append(r)
+        report["late_arrival"] = late_arrival(a.port, a.prompt_tokens, a.gen_tokens)
+        report["long_prompts"] = [long_prompt(a.port, a.model, n, a.threads, a.no_peer) for n in longs]
     finally:
         server.terminate()
         server.wait()

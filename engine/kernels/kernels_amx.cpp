@@ -35,10 +35,11 @@ namespace {
 #include "engine/kernels/amx_unpack-inl.h"
 
 constexpr int kT = 16;          // rows per panel = tokens per chunk = tile rows
-// Fewer tokens: AVX-512 is faster (bench_kernels, 1 thread, Sapphire Rapids: Q8_0 9728x896 at n = 4
-// 0.66 ms AVX-512 vs 0.93 ms AMX, at n = 8 1.17 vs 0.95; Q4_K/Q6_K cross at 8 too). From 8 on, a
-// batched decode step of that many sequences uses the tiles.
-constexpr int kMinTokens = 8;
+// Fewer tokens: AVX-512. Alone, Q8_0 9728x896 crosses near 8 tokens (bench_kernels, 1 thread,
+// Sapphire Rapids: n = 4 0.66 ms AVX-512 vs 0.93 ms AMX; n = 8 1.17 vs 0.95), but the LM head already
+// gains at 4 (151936x896: 26 vs 20 ms) and a whole batched decode step of 4 sequences of Qwen2.5-0.5B
+// Q8_0 took 44 ms with tiles from 4 against 52 ms from 8 (bench_batching, 2 threads).
+constexpr int kMinTokens = 4;
 
 // Tile registers (GCC's intrinsics paste the number, so literals below): tmm0/tmm1 accumulate two
 // groups (super-block mode: one super-block's high and low parts; tmm6/tmm7 the next one's),
