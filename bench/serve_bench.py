@@ -49,7 +49,7 @@ def client(port, prompt, gen, out, first=None):
 def run_round(port, p, n, gen):
     results, threads = [], []
     for c in range(p):
-        prompt = prompt_ids(c, n)
+        prompt = prompt_ids(100 * p + c, n)  # never a prefix another round left in a slot
         threads.append(threading.Thread(target=client, args=(port, prompt, gen, results)))
     start = time.perf_counter()
     for t in threads:
@@ -147,7 +147,7 @@ def main():
             time.sleep(0.05)
         else:
             sys.exit("anelm serve did not become ready")
-        run_round(a.port, 1, a.prompt_tokens, a.gen_tokens)  # warm-up: weights paged in and made resident
+        client(a.port, prompt_ids(99, a.prompt_tokens), a.gen_tokens, [])  # warm-up: weights paged in, made resident
         report = {"tool": "anelm-serve-bench", "model": os.path.basename(a.model),
                   "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens, "threads": a.threads,

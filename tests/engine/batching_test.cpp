@@ -19,11 +19,12 @@
 namespace anelm::engine {
 namespace {
 
-std::unique_ptr<Engine> load(int parallel, int max_batch) {
+std::unique_ptr<Engine> load(int parallel, int max_batch, Backend backend = Backend::kCpu) {
   auto path = anelm::testing::shared_model("stories260K.gguf");
   if (!path) return nullptr;
   EngineOptions o;
   o.model_path = path->string();
+  o.backend = backend;
   o.threads = 2;
   o.ctx = 256;
   o.parallel = parallel;
@@ -260,6 +261,23 @@ TEST(Batching, RandomArrivalsCancelsAndStopsStress) {
       EXPECT_EQ(o.result->finish, ref.finish) << "request " << i;
       EXPECT_EQ(ids.size(), ref.ids.size()) << "request " << i;
     }
+  }
+}
+
+// The ANE executor takes batches of several sequences too (its programs are per token; attention
+// runs per sequence on the CPU): each sequence equals its run alone on the same backend.
+TEST(Batching, AneBackendBatchesMatchTheirRunAlone) {
+  if (!load(1, 512)) GTEST_SKIP() << "shared test data not found";
+  auto eng = load(3, 16, Backend::kAne);
+  ASSERT_NE(eng->stats().backend.find("ane"), std::string::npos) << eng->stats().backend;
+  std::vector<GenerateRequest> reqs;
+  for (int i = 0; i < 3; ++i) reqs.push_back(request(prompt(40 + i, 6 + 9 * i), 10));
+  std::vector<Outcome> out(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) ASSERT_TRUE(start(*eng, reqs[i], out[i]));
+  while (eng->step()) {
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(out[i].result->ids, load(1, 16, Backend::kAne)->generate(reqs[i], {}).ids) << "request " << i;
   }
 }
 
