@@ -43,6 +43,21 @@ TEST(ServerOptions, CacheRamFromConfigAndFlagValidated) {
   EXPECT_THROW(parse({"--config", cfg, "--cache-ram", "2000000"}), Error);
 }
 
+TEST(ServerOptions, ParallelFromConfigAndFlagValidated) {
+  std::string cfg = write_config(R"({"parallel": 2})");
+  EXPECT_EQ(parse({"--config", write_config("{}")}).options.parallel, 4);  // default
+  EXPECT_EQ(parse({"--config", cfg}).options.parallel, 2);
+  EXPECT_EQ(parse({"--config", cfg, "--parallel", "8"}).options.parallel, 8);
+  for (const char* bad : {"0", "-3", "257"}) {
+    try {
+      parse({"--config", cfg, "--parallel", bad});
+      ADD_FAILURE() << "--parallel " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--parallel must be in [1, 256]"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ServerOptions, CliOverridesConfigOverridesDefaults) {
   std::string cfg = write_config(R"({"port": 9000, "max_queue": 3, "threads": 2, "_comment": "x"})");
   auto p = parse({"--config", cfg, "--port", "9100", "--model", "m"});
