@@ -14,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "engine/error.h"
+#include "tests/engine/failing_constraint.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
@@ -129,16 +130,7 @@ TEST(Batching, SlotsAreBoundedAndFreedForTheNextRequest) {
   EXPECT_EQ(again.result->ids, alone(request(longer, 4)).ids);
 }
 
-// Allows the first `ok` tokens, then nothing: the sequence fails mid-decode.
-struct FailingConstraint : TokenConstraint {
-  int ok = 0, seen = 0;
-  bool allows(int) override { return seen < ok; }
-  int mask(std::span<float> logits) override {
-    for (float& x : logits) x = -INFINITY;
-    return 0;
-  }
-  void accept(int) override { ++seen; }
-};
+using anelm::testing::FailingConstraint;
 
 TEST(Batching, CancelledAbortedAndFailedSequencesNeverDisturbTheOthers) {
   if (!load(1, 512)) GTEST_SKIP() << "shared test data not found";

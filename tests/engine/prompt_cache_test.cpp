@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/prompt_cache.h"
+#include "tests/engine/failing_constraint.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
@@ -268,16 +269,7 @@ TEST(PromptCacheEngine, CancelledRequestStoresOnlyCompletedRows) {
   EXPECT_EQ(c.ids, fresh_ids(cont, 10));
 }
 
-// Allows the first `ok` tokens, then nothing: generate() throws mid-decode.
-struct FailingConstraint : TokenConstraint {
-  int ok = 0, seen = 0;
-  bool allows(int) override { return seen < ok; }
-  int mask(std::span<float> logits) override {
-    for (float& x : logits) x = -INFINITY;
-    return 0;
-  }
-  void accept(int) override { ++seen; }
-};
+using anelm::testing::FailingConstraint;
 
 TEST(PromptCacheEngine, FailedRequestNeverStoresACorruptEntry) {
   if (!anelm::testing::shared_model("stories260K.gguf")) GTEST_SKIP() << "shared test data not found";

@@ -12,9 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "server/http_server.h"
-#include "server/model_bundle.h"
-#include "server/server_context.h"
+#include "real_model_server.h"
 #include "test_server.h"
 #include "tests/support/shared_data.h"
 
@@ -34,24 +32,8 @@ class BatchingHttp : public ::testing::Test {
     e.ctx = 256;
     e.parallel = 4;
     e.max_batch = 32;  // longer prompts prefill in chunks between the running decodes
-    bundle_ = load_model_bundle(e);
-    ServerOptions o = anelm::testing::test_options();
-    o.model = path->string();
-    o.max_queue = 64;
-    ctx_ = std::make_unique<ServerContext>(o);
-    http_ = std::make_unique<HttpServer>(*ctx_);
-    port_ = http_->bind();
-    http_->start();
-    ModelRuntime rt;
-    rt.engine = bundle_.engine.get();
-    rt.tokenizer = bundle_.tokenizer.get();
-    rt.model_id = "stories";
-    ctx_->set_ready(std::move(rt));
-  }
-  void TearDown() override {
-    if (!ctx_) return;
-    ctx_->drain(std::chrono::milliseconds(0));
-    http_->stop();
+    server_ = std::make_unique<anelm::testing::RealModelServer>(e, "stories", 64);
+    port_ = server_->port();
   }
 
   json body(const std::string& prompt, int max_tokens, bool stream, const std::string& stop = "") const {
@@ -98,15 +80,9 @@ class BatchingHttp : public ::testing::Test {
     c.send(req);
   }
 
-  json health() const {
-    httplib::Client c("127.0.0.1", port_);
-    auto r = c.Get("/health");
-    return r ? json::parse(r->body) : json();
-  }
+  json health() const { return server_->health(); }
 
-  ModelBundle bundle_;
-  std::unique_ptr<ServerContext> ctx_;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<anelm::testing::RealModelServer> server_;
   int port_ = 0;
 };
 

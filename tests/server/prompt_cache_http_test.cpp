@@ -7,10 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/http_server.h"
-#include "server/model_bundle.h"
-#include "server/server_context.h"
-#include "test_server.h"
+#include "real_model_server.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::server {
@@ -28,23 +25,8 @@ class PromptCacheHttp : public ::testing::Test {
     e.threads = 2;
     e.ctx = 512;
     e.prompt_cache_bytes = 8 << 20;
-    bundle_ = load_model_bundle(e);
-    ServerOptions o = anelm::testing::test_options();
-    o.model = path->string();
-    ctx_ = std::make_unique<ServerContext>(o);
-    http_ = std::make_unique<HttpServer>(*ctx_);
-    port_ = http_->bind();
-    http_->start();
-    ModelRuntime rt;
-    rt.engine = bundle_.engine.get();
-    rt.tokenizer = bundle_.tokenizer.get();
-    rt.model_id = "stories";
-    ctx_->set_ready(std::move(rt));
-  }
-  void TearDown() override {
-    if (!ctx_) return;
-    ctx_->drain(std::chrono::milliseconds(0));
-    http_->stop();
+    server_ = std::make_unique<anelm::testing::RealModelServer>(e, "stories");
+    port_ = server_->port();
   }
   json chat(const std::string& user) {
     json body = {{"model", "stories"},
@@ -63,16 +45,9 @@ class PromptCacheHttp : public ::testing::Test {
     EXPECT_EQ(r->status, 200) << r->body;
     return json::parse(r->body);
   }
-  json health() {
-    httplib::Client c("127.0.0.1", port_);
-    auto r = c.Get("/health");
-    EXPECT_TRUE(r);
-    return r ? json::parse(r->body) : json();
-  }
+  json health() { return server_->health(); }
 
-  ModelBundle bundle_;
-  std::unique_ptr<ServerContext> ctx_;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<anelm::testing::RealModelServer> server_;
   int port_ = 0;
 };
 

@@ -1,0 +1,34 @@
+// An in-process anelm server on an ephemeral loopback port backed by a real engine (a shared test
+// model), for tests that need real generations over HTTP.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "server/http_server.h"
+#include "server/model_bundle.h"
+#include "server/server_context.h"
+
+namespace anelm::testing {
+
+class RealModelServer {
+ public:
+  // Loads `e` (model_path set by the caller), serves it as model id `model_id` with `o` (test_options
+  // with max_queue as given) and marks the server ready.
+  RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue = 16);
+  ~RealModelServer();
+
+  int port() const { return port_; }
+  nlohmann::json health() const;
+
+ private:
+  server::ModelBundle bundle_;
+  std::unique_ptr<server::ServerContext> ctx_;
+  std::unique_ptr<server::HttpServer> http_;
+  int port_ = 0;
+};
+
+}  // namespace anelm::testing

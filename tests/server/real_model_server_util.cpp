@@ -1,0 +1,37 @@
+// RealModelServer: load, bind, start, ready; drain and stop on destruction.
+#include "real_model_server.h"
+
+#include <httplib.h>
+
+#include "test_server.h"
+
+namespace anelm::testing {
+
+RealModelServer::RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue)
+    : bundle_(server::load_model_bundle(e)) {
+  server::ServerOptions o = test_options();
+  o.model = e.model_path;
+  o.max_queue = max_queue;
+  ctx_ = std::make_unique<server::ServerContext>(o);
+  http_ = std::make_unique<server::HttpServer>(*ctx_);
+  port_ = http_->bind();
+  http_->start();
+  server::ModelRuntime rt;
+  rt.engine = bundle_.engine.get();
+  rt.tokenizer = bundle_.tokenizer.get();
+  rt.model_id = model_id;
+  ctx_->set_ready(std::move(rt));
+}
+
+RealModelServer::~RealModelServer() {
+  ctx_->drain(std::chrono::milliseconds(0));
+  http_->stop();
+}
+
+nlohmann::json RealModelServer::health() const {
+  httplib::Client c("127.0.0.1", port_);
+  auto r = c.Get("/health");
+  return r ? nlohmann::json::parse(r->body) : nlohmann::json();
+}
+
+}  // namespace anelm::testing
