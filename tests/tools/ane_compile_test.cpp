@@ -177,6 +177,34 @@ TEST(AneCompile, ModelBeyondTheBudgetFailsOrKeepsARemainderOnCpu) {
   EXPECT_FALSE(s.fits_budget);
 }
 
+// The backend end to end under a cap below its two-bucket plan (21 programs): the planner drops
+// S=128, the simulator (same cap) loads all 11 programs, and a 40-token prompt prefilled in S=32
+// chunks still gives the CPU's ids. Were the cap ignored, the 16th load would fail and, without
+// cpu_remainder, throw.
+TEST(AneCompile, BackendStaysWithinTheLiveCap) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  auto model = load_model(path.string());
+  ThreadPool pool(2);
+  const auto& k = kernels::active_kernels();
+  Transformer cpu_tf(model->config, model->weights, pool, k),
+      ane_tf(model->config, model->weights, pool, k);
+  Generator cpu(cpu_tf, 128, 64, DType::kF16, 2), ane(ane_tf, 128, 64, DType::kF16, 2);
+  AneBackendOptions o;
+  o.max_live_programs = 15;
+  o.cpu_remainder = false;
+  auto backend = make_ane_backend(model->config, model->weights, ane_tf, pool, o);
+  const AneBackendStats& st = backend->stats();
+  EXPECT_EQ(st.seq_buckets, (std::vector<int>{32}));
+  EXPECT_EQ(st.programs, 11);  // 5 layers x 2 + 1 chunk
+  EXPECT_EQ(st.programs_per_decode_token, 11);
+  EXPECT_EQ(st.ane_layers, 5);
+  GenerateRequest r;
+  for (int i = 0; r.prompt.size() < 40; ++i) r.prompt.push_back(1 + (i * 37) % 500);
+  r.max_tokens = 16;
+  r.sampling.temperature = 0.0f;
+  EXPECT_EQ(ane.generate(r, {}).ids, cpu.generate(r, {}).ids);
+}
+
 // stories260K with a budget of 7: layers 0-2 and the head on the ANE, layers 3-4 on the CPU; the
 // output still matches the CPU, and the label says what ran where.
 TEST(AneCompile, CpuRemainderRunsAndIsLabelled) {
