@@ -35,7 +35,7 @@ class BlockEmitter {
       return f_.const_blob(var, MilType::tensor(DType::kFp16, shape), BlobRef{path(file), off});
     }
     const QuantizedRows qr = quantize_rows_int8(w, rows, cols);
-    WeightBlobWriter qblob, sblob;
+    WeightBlobWriter qblob(BlobMode::kCanonical, opts_.int8_blob_dtype_code), sblob;
     const std::uint64_t qoff = qblob.add_int8(qr.q);
     const std::uint64_t soff = sblob.add_fp16(qr.scale);
     add_file(file, qblob.take());
@@ -57,18 +57,32 @@ class BlockEmitter {
   }
 
   // Normalises x [1, D, 1, S] over channels without the gain and without sqrt(D) (both folded
-  // into the next weights, see scaled_gain): xs = x*p; ss = sum(xs^2); rr = (ss + D*eps*p^2)^-0.5;
-  // returns xs*rr = x / (sqrt(D) * rms(x)). Not dividing by D keeps the value fed to pow D times
-  // larger, so it stays an fp16 normal (FTZ-safe) down to rms 2^-7/p instead of ~2^-2/p
-  // (measurements in ane_bridge/README.md).
+  // into the next weights, see scaled_gain); returns x / (sqrt(D) * sqrt(mean(x^2) + eps)).
+  // Pass 1: xs = x*p; r1 = (sum(xs^2) + max(D*eps*p^2, 2^-14))^-0.5. Not dividing by D keeps the
+  // value fed to pow an fp16 normal (FTZ-safe). Its sum is coarse for a token far below the
+  // calibrated p (squares of |xs| < 2^-7 flush to zero on an FTZ chip), but r1 is finite and
+  // within a few x of 1 / (sqrt(D) * rms(xs)), so pass 2 rescales every token to elements ~1:
+  // x2 = xs * r1 * c (c ~ sqrt(D)), whose squares are all normals, and the exact norm follows
+  // from x2 with eps in x2's units, (r1 * c * sqrt(D*eps) * p)^2. The usable band of p * rms
+  // grows from [1/32, 4] to [~2^-9, 4] (ane_bridge/README.md): one p now serves a BOS token with
+  // a ~1e3 outlier and ordinary tokens of rms ~0.05 in the same program.
   MilVar rms_norm(const MilVar& x, std::int64_t d, double eps, const std::string& px) {
     norm_consts(d, eps);
     MilVar xs = f_.binary("mul", px + "xs", px + "rms_scale", x, psc_);
     MilVar sq = f_.binary("mul", px + "sq", px + "rms_sq", xs, xs);
     MilVar ss = f_.reduce_sum(px + "ss", px + "rms_sum", sq, rax_, kd_);
     MilVar me = f_.binary("add", px + "me", px + "rms_eps", ss, eps_);
-    MilVar rr = f_.binary("pow", px + "rr", px + "rms_rsqrt", me, nhalf_);
-    return f_.binary("mul", px + "xn", px + "rms_norm", xs, rr);
+    MilVar r1 = f_.binary("pow", px + "r1", px + "rms_rsqrt", me, nhalf_);
+    MilVar k = f_.binary("mul", px + "k", px + "rms_k", r1, rc_);
+    MilVar x2 = f_.binary("mul", px + "x2", px + "rms_rescale", xs, k);
+    MilVar sq2 = f_.binary("mul", px + "sq2", px + "rms_sq2", x2, x2);
+    MilVar ss2 = f_.reduce_sum(px + "ss2", px + "rms_sum2", sq2, rax_, kd_);
+    MilVar t = f_.binary("mul", px + "t", px + "rms_eps_root2", r1, rq_);
+    MilVar e2 = f_.binary("mul", px + "e2", px + "rms_eps2", t, t);
+    MilVar se2 = f_.binary("add", px + "se2", px + "rms_eps_add2", ss2, e2);
+    MilVar me2 = f_.binary("add", px + "me2", px + "rms_floor2", se2, fl_);
+    MilVar rr = f_.binary("pow", px + "rr", px + "rms_rsqrt2", me2, nhalf_);
+    return f_.binary("mul", px + "xn", px + "rms_norm", x2, rr);
   }
 
   ConvConsts& conv_consts() {
@@ -103,7 +117,7 @@ class BlockEmitter {
     const double p = opts_.rms_prescale;
     rax_ = f_.const_int32_vec("rax", {1});
     kd_ = f_.const_bool("kd", true);
-    psc_ = f_.const_fp16("psc", p, FloatFormat::kShortest);
+    psc_ = f_.const_fp16("psc", p, FloatFormat::kExact);
     // eps is compared with sum(xs^2) = D * p^2 * mean(x^2). Raised to the smallest fp16 *normal*
     // (2^-14), never a subnormal: a chip that flushes subnormals (the safe reading, §10.6) would
     // otherwise see 0, and an all-zero lane (decode padding) would give 0 * inf = NaN. The raise
@@ -111,8 +125,17 @@ class BlockEmitter {
     eps_ = f_.const_fp16("eps",
                          std::max(static_cast<double>(d) * eps * p * p,
                                   static_cast<double>(kFp16MinNormal)),
-                         FloatFormat::kShortest);
-    nhalf_ = f_.const_fp16("nhalf", -0.5, FloatFormat::kShortest);
+                         FloatFormat::kExact);
+    nhalf_ = f_.const_fp16("nhalf", -0.5, FloatFormat::kExact);
+    // Pass 2 (see rms_norm): c, the power of two nearest below sqrt(D), puts x2's elements near 1
+    // (largest possible square D, sum ~c^2); q = c * sqrt(D*eps) * p carries eps into x2's units
+    // (it flushes only for p so small that eps is negligible next to the stream). fl = 2^-14 keeps
+    // the last pow finite where x2 is all zero (padding lanes, or a pass-1 sum that overflowed to
+    // give r1 = 0): 0 * 128 instead of 0 * inf; next to a sum of ~c^2 it is below fp16 resolution.
+    const double c = std::exp2(std::floor(std::log2(std::sqrt(static_cast<double>(d)))));
+    rc_ = f_.const_fp16("rc", c, FloatFormat::kExact);
+    rq_ = f_.const_fp16("rq", c * std::sqrt(static_cast<double>(d) * eps) * p, FloatFormat::kExact);
+    fl_ = f_.const_fp16("fl", kFp16MinNormal, FloatFormat::kExact);
   }
 
   BlockOptions opts_;
@@ -121,7 +144,7 @@ class BlockEmitter {
   std::vector<WeightFile> files_;
   ConvConsts cc_;
   bool have_conv_ = false, have_norm_ = false;
-  MilVar rax_, kd_, psc_, eps_, nhalf_;
+  MilVar rax_, kd_, psc_, eps_, nhalf_, rc_, rq_, fl_;
 };
 
 MilType act(std::int64_t c, std::int64_t s) { return MilType::tensor(DType::kFp16, {1, c, 1, s}); }
@@ -308,11 +331,12 @@ Status build_ffn_block(const LayerShapes& s, const FfnBlockWeights& w, const Blo
   MilVar si = f.binary("mul", "si", "silu", g, sg);
   MilVar m = f.binary("mul", "m", "swiglu", si, u);
   MilVar dn = linear(e, "dn", Wd, has_bd ? &bd : nullptr, m);
-  MilVar y = f.binary("add", "y", "resid_ffn", h, dn);
+  MilVar y = opts.update_only ? f.binary("add", "y", "update", o, dn)
+                              : f.binary("add", "y", "resid_ffn", h, dn);
   f.output(y);
   ANE_RETURN_IF_ERROR(e.finish(out));
   out->inputs = {IoDesc{"x", act(qd + d, S), {{"attn", 0, qd}, {"residual", qd, d}}}};
-  out->outputs = {IoDesc{"y", act(d, S), {{"residual", 0, d}}}};
+  out->outputs = {IoDesc{"y", act(d, S), {{opts.update_only ? "update" : "residual", 0, d}}}};
   return {};
 }
 

@@ -8,6 +8,7 @@
 
 #include "ane_bridge/program.h"
 #include "ane_bridge/surface_layout.h"
+#include "ane_bridge/weight_blob.h"
 
 namespace anelm::ane {
 
@@ -64,6 +65,13 @@ struct BlockOptions {
   // ordinary channels stay fp16 normals (|x * p| >= 2^-7; smaller squares flush to zero on an FTZ
   // chip). The engine calibrates it per program (engine/ane/ane_calibrate.h); 1 suits rms ~0.1-2.
   double rms_prescale = 1.0;
+  // Program B only. false: the output is the next residual, x + Wo a + ffn (fp16, so the residual
+  // stream is rounded to fp16 in every layer; a massive activation of ~1e3 keeps an ulp of 0.5).
+  // true: the output is only the layer's update, Wo a + ffn, which the caller adds to a residual it
+  // keeps in fp32. Same op count and dispatches; x still comes in (fp16) for h's norm.
+  bool update_only = false;
+  // Dtype code of int8 weight payloads (weight_blob.h): 1 as the seeds write (default), 4 per CT.
+  std::uint32_t int8_blob_dtype_code = kInt8BlobDtypeCodeSeeds;
   // Program name (directory name, prog-tag in buildInfo so identifiers differ, §1.11).
   std::string name;
 };
@@ -101,7 +109,8 @@ Status build_attn_input_block(const LayerShapes& shapes, const AttnInputWeights&
                               const BlockOptions& opts, BlockProgram* out);
 
 // Program B. Input x [1, Qd + D, 1, S]: channels [0, Qd) the attention output (heads concatenated,
-// before o_proj), [Qd, Qd + D) the residual stream. Output y [1, D, 1, S]: the next residual.
+// before o_proj), [Qd, Qd + D) the residual stream. Output y [1, D, 1, S]: the next residual, or
+// with opts.update_only the update to add to it.
 Status build_ffn_block(const LayerShapes& shapes, const FfnBlockWeights& w,
                        const BlockOptions& opts, BlockProgram* out);
 

@@ -1,6 +1,7 @@
 // Dialect-A MIL printer: indentation 4/8, ", " separators, consts before use, a name on every op.
 #include "ane_bridge/mil_writer.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -25,17 +26,16 @@ std::string blob_literal(const MilType& type, const BlobRef& b) {
 }  // namespace
 
 std::string format_float(double value, FloatFormat fmt) {
-  char buf[64];
-  switch (fmt) {
-    case FloatFormat::kFixed6:
-      std::snprintf(buf, sizeof buf, "%f", value);
-      break;
-    case FloatFormat::kShortest:
-      std::snprintf(buf, sizeof buf, "%g", value);
-      break;
-    case FloatFormat::kHex:
-      std::snprintf(buf, sizeof buf, "%a", value);
-      break;
+  char buf[512];  // "%.40f" of the largest fp16 (65504) and of any double up to ~1e300
+  if (fmt == FloatFormat::kFixed6 || !std::isfinite(value)) {
+    std::snprintf(buf, sizeof buf, "%f", value);
+    return buf;
+  }
+  // 40 decimals hold every fp16 value exactly (the smallest subnormal is 2^-24) and 17 significant
+  // digits of any double down to 1e-23, which is all a literal rounded to fp16 can use.
+  for (int prec = 0; prec <= 40; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*f", prec, value);
+    if (std::strtod(buf, nullptr) == value) break;
   }
   return buf;
 }
@@ -139,7 +139,7 @@ MilVar MilFunctionBuilder::affine_dequantize(const std::string& var, const MilTy
                                              const BlobRef& data, const BlobRef* vector_scale,
                                              double scalar_scale, std::int32_t axis) {
   MilType scale_t = MilType::scalar_of(DType::kFp16);
-  std::string scale_text = "fp16(" + format_float(scalar_scale, FloatFormat::kHex) + ")";
+  std::string scale_text = "fp16(" + format_float(scalar_scale, FloatFormat::kExact) + ")";
   if (vector_scale) {
     const std::int64_t n = qtype.shape.at(axis < 0 ? axis + qtype.rank() : axis);
     scale_t = MilType::tensor(DType::kFp16, {n});

@@ -14,11 +14,17 @@
 
 namespace anelm::ane {
 
-// How an fp16 scalar literal is printed (§2.2): MX uses %f for derived values, %g for the residual
-// alpha and hex floats in the int8 bench. The compiler parses the text and rounds once to fp16.
-enum class FloatFormat { kFixed6, kShortest, kHex };
+// How an fp16 scalar literal is printed (§2.2). The seeds print %f for derived values and never an
+// exponent (no "1e-06"), so neither do we: %g and hex floats ("0x1p-3") would switch to one for
+// small values, a form no working program is known to use. The compiler parses the text and
+// rounds once to fp16.
+enum class FloatFormat {
+  kFixed6,  // "%f": 6 decimals, as MX prints derived values (1/768 -> "0.001302")
+  kExact,   // the shortest fixed-point decimal that reads back as the same double
+            // (2^-14 -> "0.00006103515625", 0.5 -> "0.5", 1024 -> "1024")
+};
 
-// Formats a double the way `fmt` prints it ("0.125000", "0.133631", "0x1p-3").
+// Formats a double the way `fmt` prints it; never with an exponent.
 std::string format_float(double value, FloatFormat fmt);
 
 // A variable of a function being built: its name and inferred type.

@@ -228,7 +228,7 @@ class DarwinProgram final : public Program {
 
  private:
   std::string name_, hex_;
-  sim::CompiledProgram front_;
+  sim::CompiledProgram front_;  // validated without weights (kValidateOnly): I/O descriptions only
   id model_;
   id request_ = nil;
   std::vector<IOSurfaceRef> in_surfaces_, out_surfaces_;
@@ -251,9 +251,18 @@ class DarwinRuntime final : public Runtime {
   }
 
   Status compile(const ProgramSource& source, std::unique_ptr<Program>* out) override {
-    // Validate on the host first: a bad program must not spend device budget.
+    // UNTESTED (no Mac here): the live cap and kValidateOnly below were added without a device.
+    // The simulator's live-program cap applies to the device too (§10.5: IM ~55 live models).
+    if (opts_.sim.max_live_programs > 0 && *live_ >= opts_.sim.max_live_programs)
+      return compile_failed("load of '" + source.name + "' refused: " + std::to_string(*live_) +
+                            " programs are loaded and at most " +
+                            std::to_string(opts_.sim.max_live_programs) +
+                            " may be live at once (max_live_programs)");
+    // Validate on the host first: a bad program must not spend device budget. kValidateOnly: the
+    // blobs are checked but not copied as fp32 (front_ only serves the I/O descriptions; a
+    // materialised copy cost ~3.4 GB for Qwen2.5-0.5B).
     sim::CompiledProgram front;
-    ANE_RETURN_IF_ERROR(sim::front_end(source, opts_.sim, &front));
+    ANE_RETURN_IF_ERROR(sim::front_end(source, opts_.sim, &front, sim::ConstMode::kValidateOnly));
     if (front.functions.size() != 1)
       return compile_failed("multi-function programs are not supported by the macOS runtime yet");
     const std::uint64_t key = program_key(source, os_build_);

@@ -31,14 +31,17 @@ struct SimulatorOptions {
   // [open §10.4] Strict blob checks (sentinel, version, count, size == numel*elem, payload offset =
   // record + 64, 64-byte alignment, dtype code). false mimics the tolerance seen on some chips.
   bool blob_strict = true;
-  // [open §10.16] Blob dtype codes accepted for int8 payloads in strict mode: CT says 4 (our
-  // writer); OM ships 1. Add 1 here to accept OM-style files.
-  std::vector<std::uint32_t> int8_blob_dtype_codes = {4};
+  // [open §10.16] Blob dtype codes accepted for int8 payloads in strict mode: OM ships 1 (our
+  // writer's default, WeightBlobWriter), CT's enum says 4 (the writer's switch). Both are accepted
+  // until a Mac shows which the compiler reads.
+  std::vector<std::uint32_t> int8_blob_dtype_codes = {1, 4};
   // [contested §10.5] Successful compiles allowed per process (one Simulator = one process). Never
   // refunded by release(). 119 per MX; MX itself plans for 100.
   int compile_budget = 119;
-  // [open §10.5] Limit on simultaneously loaded programs (IM ~55); 0 = off.
-  int max_live_programs = 0;
+  // [open §10.5] Limit on simultaneously loaded programs: IM reports ~55 live models, SW ~126
+  // slots. The spec's table leaves it off; on, at 60, is the harsher reading (issue 15): a load
+  // past it fails (kCompileFailed, before any compile is spent), release() frees a slot. 0 = off.
+  int max_live_programs = 60;
   // [open §10.6] Flush fp16 subnormals (|x| < 2^-14) to zero wherever the chip stores fp16: every
   // op result, fp16 inputs read from surfaces, consts and dequantized weights. The spec's table
   // defaults to off; on is the harsher reading (issue 15): kernels must not rely on subnormals

@@ -31,7 +31,8 @@ std::uint64_t read_u64_le(const std::uint8_t* p) {
                                                           << 32;
 }
 
-WeightBlobWriter::WeightBlobWriter(BlobMode mode) : mode_(mode), bytes_(kBlobHeaderBytes, 0) {
+WeightBlobWriter::WeightBlobWriter(BlobMode mode, std::uint32_t int8_dtype_code)
+    : mode_(mode), int8_code_(int8_dtype_code), bytes_(kBlobHeaderBytes, 0) {
   put_u32(bytes_, 0, mode_ == BlobMode::kLegacy ? 1u : 0u);  // count
   put_u32(bytes_, 4, kBlobVersion);
 }
@@ -44,7 +45,10 @@ std::uint64_t WeightBlobWriter::add_raw(BlobDType dtype, std::span<const std::ui
   const std::uint64_t data = record + kBlobRecordBytes;
   bytes_.resize(data + payload.size(), 0);
   put_u32(bytes_, record + 0, kBlobSentinel);
-  put_u32(bytes_, record + 4, mode_ == BlobMode::kLegacy ? 1u : static_cast<std::uint32_t>(dtype));
+  const std::uint32_t code = mode_ == BlobMode::kLegacy ? 1u
+                             : dtype == BlobDType::kInt8  ? int8_code_
+                                                          : static_cast<std::uint32_t>(dtype);
+  put_u32(bytes_, record + 4, code);
   put_u64(bytes_, record + 8, payload.size());
   put_u64(bytes_, record + 16, data);
   // record + 24: padding_size_in_bits = 0 (no sub-byte types); record + 32..63 reserved = 0.

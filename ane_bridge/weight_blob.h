@@ -31,7 +31,8 @@ inline constexpr std::uint64_t kBlobRecordBytes = 64;
 
 enum class BlobMode {
   // CT/OM form: count = number of tensors, u64 size and absolute payload offset, every record and
-  // payload 64-byte aligned, CT dtype codes (int8 = 4). The default.
+  // payload 64-byte aligned, CT dtype codes except int8 (the writer's int8_dtype_code). The
+  // default.
   kCanonical,
   // MX/AI form (§3.2) for byte-identical reproduction: count stays 1, chunks laid end to end with
   // no
@@ -39,11 +40,18 @@ enum class BlobMode {
   kLegacy,
 };
 
+// [contested §3.2, §10.16] The dtype code int8 payloads are tagged with. CT's enum says 4; OM (the
+// production seed) tags its int8 chunks 1 and they compile and run, while 4 has never been seen
+// compiling. Default: 1, what compiles for the seeds; 4 is the switch if a Mac shows 1 misread.
+inline constexpr std::uint32_t kInt8BlobDtypeCodeSeeds = 1;
+inline constexpr std::uint32_t kInt8BlobDtypeCodeCt = 4;
+
 // Builds one weights/*.bin file in memory. Each add_* returns the BLOBFILE offset to print in the
 // MIL: the offset of the tensor's 64-byte metadata record, not of its payload (§3.3).
 class WeightBlobWriter {
  public:
-  explicit WeightBlobWriter(BlobMode mode = BlobMode::kCanonical);
+  explicit WeightBlobWriter(BlobMode mode = BlobMode::kCanonical,
+                            std::uint32_t int8_dtype_code = kInt8BlobDtypeCodeSeeds);
 
   std::uint64_t add_fp16(std::span<const std::uint16_t> values);
   // Rounds each value to fp16 (nearest even).
@@ -57,6 +65,7 @@ class WeightBlobWriter {
 
  private:
   BlobMode mode_;
+  std::uint32_t int8_code_;
   int count_ = 0;
   std::vector<std::uint8_t> bytes_;
 };

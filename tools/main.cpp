@@ -24,7 +24,7 @@ constexpr Command kCommands[] = {
     {"inspect", anelm::tools::run_inspect, "print a model's config, tensors and bytes as JSON"},
     {"bench", anelm::tools::run_bench, "measure prefill and decode tokens/s"},
     {"make-model", anelm::tools::run_make_model, "write a randomly initialised model"},
-    {"compile", anelm::tools::run_compile, "write the ANE programs of a model to a directory"},
+    {"compile", anelm::tools::run_compile, "write, plan or verify (--verify) the ANE programs of a model"},
     {"render-template", anelm::tools::run_render_template, "render a conversation with a chat template, exactly"},
 };
 

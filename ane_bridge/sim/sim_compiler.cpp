@@ -17,8 +17,8 @@ namespace {
 class FunctionCompiler {
  public:
   FunctionCompiler(const std::vector<WeightFile>& weights, const SimulatorOptions& o,
-                   CompiledProgram* prog)
-      : weights_(weights), opt_(o), prog_(prog) {
+                   CompiledProgram* prog, ConstMode mode)
+      : weights_(weights), opt_(o), prog_(prog), mode_(mode) {
     num_.ftz = o.fp16_ftz;
   }
 
@@ -214,6 +214,7 @@ class FunctionCompiler {
     if (!s.ok())
       return compile_failed(at(lit.loc) + "weights \"" + lit.blob_path + "\": " + s.message());
     prog_->weight_bytes += static_cast<std::int64_t>(payload.size());
+    if (!materialize(lit.type)) return {};  // checked; the values stay in the blob
     t->data.resize(static_cast<std::size_t>(lit.type.numel()));
     for (std::size_t i = 0; i < t->data.size(); ++i) {
       const std::uint8_t* p = payload.data() + i * eb;
@@ -285,7 +286,7 @@ class FunctionCompiler {
     auto t = std::make_shared<SimTensor>();
     t->type = out_t;
     const int a = static_cast<int>(axis < 0 ? axis + q.type.rank() : axis);
-    affine_dequantize(q, s.data, z.data, a, num_, t.get());
+    if (materialize(out_t)) affine_dequantize(q, s.data, z.data, a, num_, t.get());
     int slot;
     return define(st.var, st.type, st.loc, std::move(t), &slot);
   }
@@ -356,9 +357,14 @@ class FunctionCompiler {
     return {};
   }
 
+  bool materialize(const MilType& t) const {
+    return mode_ == ConstMode::kMaterialize || t.numel() <= kSmallConstElems;
+  }
+
   const std::vector<WeightFile>& weights_;
   const SimulatorOptions& opt_;
   CompiledProgram* prog_;
+  ConstMode mode_;
   CompiledFunction* out_ = nullptr;
   Numerics num_;
   std::map<std::string, int> slots_;
@@ -366,16 +372,25 @@ class FunctionCompiler {
 
 }  // namespace
 
+std::int64_t const_bytes(const CompiledProgram& p) {
+  std::int64_t n = 0;
+  for (const CompiledFunction& f : p.functions)
+    for (const auto& c : f.consts)
+      if (c) n += static_cast<std::int64_t>(c->data.size() * sizeof(float));
+  return n;
+}
+
 Status compile_program(const ProgramAst& ast, const std::vector<WeightFile>& weights,
-                       const SimulatorOptions& options, CompiledProgram* out) {
+                       const SimulatorOptions& options, CompiledProgram* out, ConstMode mode) {
   *out = CompiledProgram{};
   std::set<std::string> names;
   for (const FunctionAst& f : ast.functions) {
     if (!names.insert(f.name).second)
       return invalid_mil(at(f.loc) + "function '" + f.name + "' is defined twice");
     out->functions.emplace_back();
-    FunctionCompiler fc(weights, options, out);
+    FunctionCompiler fc(weights, options, out, mode);
     ANE_RETURN_IF_ERROR(fc.compile(f, &out->functions.back()));
+    out->functions.back().weights_materialized = mode == ConstMode::kMaterialize;
   }
   if (options.max_program_weight_bytes > 0 && out->weight_bytes > options.max_program_weight_bytes)
     return compile_failed("program holds " + std::to_string(out->weight_bytes) +

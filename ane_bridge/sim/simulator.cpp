@@ -6,10 +6,10 @@
 namespace anelm::ane::sim {
 
 Status front_end(const ProgramSource& source, const SimulatorOptions& options,
-                 CompiledProgram* out) {
+                 CompiledProgram* out, ConstMode mode) {
   ProgramAst ast;
   ANE_RETURN_IF_ERROR(parse_mil(source.mil_text, &ast));
-  return compile_program(ast, source.weights, options, out);
+  return compile_program(ast, source.weights, options, out, mode);
 }
 
 namespace {
@@ -68,6 +68,10 @@ Status check_surfaces(const std::vector<TensorDesc>& in_desc,
 Status evaluate_function(const CompiledFunction& fn, const SimulatorOptions& options,
                          std::span<const std::span<const std::uint8_t>> inputs,
                          std::span<const std::span<std::uint8_t>> outputs) {
+  if (!fn.weights_materialized)
+    return invalid_argument("function '" + fn.name +
+                            "' was compiled without its weights (ConstMode::kValidateOnly) and "
+                            "cannot be evaluated");
   ANE_RETURN_IF_ERROR(check_surfaces(fn.inputs, fn.outputs, options, inputs, outputs));
   Numerics num;
   num.ftz = options.fp16_ftz;
@@ -164,9 +168,12 @@ class SimRuntime final : public Runtime {
   Status compile(const ProgramSource& source, std::unique_ptr<Program>* out) override {
     const std::uint64_t key = program_key(source, kSimulatorRuntimeId);
     if (opts_.max_live_programs > 0 && *live_ >= opts_.max_live_programs)
-      return compile_failed("load failed: " + std::to_string(*live_) +
-                            " programs are loaded, the limit is " +
-                            std::to_string(opts_.max_live_programs));
+      return compile_failed("load of '" + source.name + "' refused: " + std::to_string(*live_) +
+                            " programs are loaded and at most " +
+                            std::to_string(opts_.max_live_programs) +
+                            " may be live at once (SimulatorOptions::max_live_programs; the "
+                            "device reports ~55, §10.5); HINT: release programs first, or plan "
+                            "fewer (one S bucket, LM head on the CPU)");
     if (cache_.enabled()) {
       if (cache_.contains(key)) {
         // A cached program loads without compiling and costs no budget (§1.10, §1.13). The files on

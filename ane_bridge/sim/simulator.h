@@ -15,12 +15,15 @@ namespace anelm::ane::sim {
 inline constexpr std::string_view kSimulatorRuntimeId = "anelm-simulator-1";
 
 // Parses and validates MIL + weights exactly as the simulator's compile does, without counting a
-// compile. The macOS runtime calls this before spending budget on the device compiler.
+// compile. The macOS runtime calls this before spending budget on the device compiler, with
+// kValidateOnly so it keeps no fp32 copy of the weights.
 Status front_end(const ProgramSource& source, const SimulatorOptions& options,
-                 CompiledProgram* out);
+                 CompiledProgram* out, ConstMode mode = ConstMode::kMaterialize);
 
 // Runs one compiled function on surfaces laid out per `options` (row alignment, minimum size,
 // equal allocation sizes, aliasing): the evaluate path of SimProgram, usable on its own in tests.
+// A function compiled with ConstMode::kValidateOnly is refused (kInvalidArgument): it has no
+// weights to run with.
 Status evaluate_function(const CompiledFunction& fn, const SimulatorOptions& options,
                          std::span<const std::span<const std::uint8_t>> inputs,
                          std::span<const std::span<std::uint8_t>> outputs);

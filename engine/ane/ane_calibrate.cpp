@@ -53,6 +53,16 @@ double prescale_for(const Magnitude& m, int d) {
 
 }  // namespace
 
+std::vector<int> ane_calibration_ids(const ModelConfig& cfg) {
+  std::vector<int> ids(static_cast<size_t>(kCalibTokens));
+  ids[0] =
+      cfg.bos_id >= 0 && cfg.bos_id < cfg.vocab_size ? cfg.bos_id : std::min(1, cfg.vocab_size - 1);
+  for (int t = 1; t < kCalibTokens; ++t)
+    ids[static_cast<size_t>(t)] =
+        static_cast<int>((static_cast<long>(t) * 7919 + 13) % cfg.vocab_size);
+  return ids;
+}
+
 AnePrescales fixed_ane_prescales(const ModelConfig& cfg, double p) {
   AnePrescales s;
   s.attn.assign(static_cast<size_t>(cfg.n_layers), p);
@@ -67,12 +77,7 @@ AnePrescales calibrate_ane_prescales(const ModelConfig& cfg, const ModelWeights&
   KvCache kv(cfg, n, DType::kF32);
   Activations acts(cfg, n, n, pool.size());
   CpuExecutor cpu(cfg, w, pool, k);
-  std::vector<int> ids(static_cast<size_t>(n));
-  ids[0] =
-      cfg.bos_id >= 0 && cfg.bos_id < cfg.vocab_size ? cfg.bos_id : std::min(1, cfg.vocab_size - 1);
-  for (int t = 1; t < n; ++t)
-    ids[static_cast<size_t>(t)] =
-        static_cast<int>((static_cast<long>(t) * 7919 + 13) % cfg.vocab_size);
+  const std::vector<int> ids = ane_calibration_ids(cfg);
   for (int t = 0; t < n; ++t) {
     k.dequantize_row(w.tok_embd.data, w.tok_embd.dtype, ids[static_cast<size_t>(t)], d,
                      acts.x.data() + static_cast<long>(t) * d);

@@ -28,6 +28,10 @@ struct AnePrescales {
 AnePrescales calibrate_ane_prescales(const ModelConfig& cfg, const ModelWeights& w,
                                      ThreadPool& pool, const kernels::KernelTable& k);
 
+// The calibration sequence: BOS (or token 1), then 7 ids spread over the vocabulary. Also the
+// prompt `anelm compile --verify` runs every program on.
+std::vector<int> ane_calibration_ids(const ModelConfig& cfg);
+
 // Every norm at `p` (no calibration).
 AnePrescales fixed_ane_prescales(const ModelConfig& cfg, double p);
 

@@ -82,7 +82,8 @@ struct AneShared {
 // One decoder layer: A on the ANE, attention on the CPU, B on the ANE; chunked over S buckets.
 class AneLayer final : public LayerExecutor {
  public:
-  AneLayer(AneShared& s, int layer) : s_(s), layer_(layer) {}
+  AneLayer(AneShared& s, int layer, bool fp32_residual)
+      : s_(s), layer_(layer), fp32_residual_(fp32_residual) {}
   const char* name() const override { return "ane"; }
 
   void add(std::unique_ptr<ane::Program> a, std::unique_ptr<ane::Program> b) {
@@ -116,7 +117,13 @@ class AneLayer final : public LayerExecutor {
       pack(a.att.data() + t0 * qd, m, 0, qd, io.b_in);
       pack(b.x + t0 * d, m, qd, d, io.b_in);
       evaluate(*ffn_[bi], io.b_in, io.b_out);
-      unpack(io.b_out, m, 0, d, b.x + t0 * d);
+      if (!fp32_residual_) {
+        unpack(io.b_out, m, 0, d, b.x + t0 * d);
+      } else {  // B returned the update only: the residual never leaves fp32
+        unpack(io.b_out, m, 0, d, a.proj.data());
+        float* x = b.x + t0 * d;
+        for (std::int64_t i = 0; i < m * d; ++i) x[i] += a.proj[static_cast<std::size_t>(i)];
+      }
       t0 += m;
     }
   }
@@ -124,6 +131,7 @@ class AneLayer final : public LayerExecutor {
  private:
   AneShared& s_;
   int layer_;
+  bool fp32_residual_;
   std::vector<std::unique_ptr<ane::Program>> attn_, ffn_;  // [bucket]
 };
 
@@ -179,6 +187,7 @@ ane::RuntimeOptions runtime_options(const AneBackendOptions& o) {
   ro.cache_dir = o.cache_dir;
   ro.compile_budget = o.compile_budget;
   ro.sim.compile_budget = o.compile_budget;
+  ro.sim.max_live_programs = o.max_live_programs;
   return ro;
 }
 
@@ -256,10 +265,11 @@ class AneBackendImpl final : public AneBackend {
   bool compile_layer(int l, const std::vector<std::int64_t>& buckets, Progress& progress) {
     auto t0 = Clock::now();
     const LayerF32 lw(w_.layers[static_cast<std::size_t>(l)]);
-    auto layer = std::make_unique<AneLayer>(shared_, l);
+    auto layer = std::make_unique<AneLayer>(shared_, l, opts_.fp32_residual);
     for (std::int64_t s : buckets) {
       const ane::BlockProgram a = build_layer_block(cfg_, lw, l, false, s, opts_.int8_weights, ps_);
-      const ane::BlockProgram b = build_layer_block(cfg_, lw, l, true, s, opts_.int8_weights, ps_);
+      const ane::BlockProgram b =
+          build_layer_block(cfg_, lw, l, true, s, opts_.int8_weights, ps_, opts_.fp32_residual);
       stats_.build_ms += ms_since(t0);
       auto pa = compile(a);
       if (!pa) return false;

@@ -29,11 +29,18 @@ struct AneBackendOptions {
                                              // dropped (largest first) when the budget lacks room
   int compile_budget = 119;                  // successful compiles per process (§1.10)
   int budget_reserve = 8;                    // compiles left free when keeping optional buckets
+  int max_live_programs = 60;                // programs loaded at once (SimulatorOptions::
+                                             // max_live_programs; IM reports ~55 live models, §10.5);
+                                             // 0: no limit
   bool lm_head_on_ane = true;                // false: the final norm + LM head stay on the CPU
   bool cpu_remainder = true;                 // the budget cannot hold every layer: run the rest
                                              // on the CPU (labelled); false: throw at start-up
   bool simulator = false;                    // force the CPU simulator even where the ANE exists
   int max_lm_head_rows = 16384;              // vocabulary rows per LM-head chunk (§5.1)
+  bool fp32_residual = false;                // keep the residual stream in fp32 on the CPU: each
+                                             // layer's program B returns only its update
+                                             // (BlockOptions::update_only), added here in fp32;
+                                             // same dispatches (cost in the README)
   double rms_prescale = 0;                   // power of two applied before the fp16 RMSNorm
                                              // squares (|x| up to 256/p stays finite; small x
                                              // lose precision to fp16 subnormals); 0: calibrated

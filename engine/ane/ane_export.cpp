@@ -45,11 +45,14 @@ AneCompileSummary summarize(const ModelConfig& cfg, const AneBackendOptions& o,
   s.n_layers = cfg.n_layers;
   s.ane_layers = p.ane_layers;
   s.lm_head_chunks = static_cast<int>(p.chunks.size());
-  s.programs_per_decode_token = 2 * p.ane_layers + s.lm_head_chunks;
+  s.programs_per_decode_token = p.dispatches_per_token;
   s.total_programs = p.total;
   s.compile_budget = o.compile_budget;
+  s.live_programs = p.live;
+  s.max_live_programs = o.max_live_programs;
   s.fits_budget = p.ane_layers == cfg.n_layers && (!o.lm_head_on_ane || !p.chunks.empty()) &&
-                  p.total <= o.compile_budget;
+                  p.total <= o.compile_budget &&
+                  (o.max_live_programs == 0 || p.live <= o.max_live_programs);
   s.total_weight_bytes = estimate_weight_bytes(cfg, p, o.int8_weights);
   return s;
 }
@@ -94,8 +97,10 @@ AneCompileSummary export_ane_programs(const ModelConfig& cfg, const ModelWeights
     const LayerF32 lw(weights.layers[static_cast<std::size_t>(l)]);
     for (std::int64_t sq : p.buckets)
       for (bool ffn : {false, true})
-        write_block(dir, build_layer_block(cfg, lw, l, ffn, sq, opts.int8_weights, ps), &entries,
-                    &s);
+        write_block(dir,
+                    build_layer_block(cfg, lw, l, ffn, sq, opts.int8_weights, ps,
+                                      opts.fp32_residual),
+                    &entries, &s);
   }
   const std::vector<float> norm = to_f32(weights.out_norm);
   for (std::size_t i = 0; i < p.chunks.size(); ++i)

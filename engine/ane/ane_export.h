@@ -26,7 +26,10 @@ struct AneCompileSummary {
   int programs_per_decode_token = 0;  // evaluations per decoded token: 2 * ane_layers + chunks
   int total_programs = 0;             // compiles on a cold start: 2 * ane_layers * buckets + chunks
   int compile_budget = 0;             // per-process compile budget planned against
-  bool fits_budget = false;           // every layer and the head on the ANE within the budget
+  int live_programs = 0;              // programs loaded at once (every placed program stays loaded)
+  int max_live_programs = 0;          // the live-program cap planned against (0: none)
+  bool fits_budget = false;           // every layer and the head on the ANE within the budget and
+                                      // the live-program cap
   int64_t total_weight_bytes = 0;     // sum of weights/*.bin sizes; estimated (fp16/int8 payloads +
                                       // headers) for a plan, exact for an export
   bool weight_bytes_exact = false;

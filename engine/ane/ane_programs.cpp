@@ -41,29 +41,41 @@ std::vector<std::int64_t> checked_buckets(const std::vector<int>& in) {
 Placement place_programs(const ModelConfig& cfg, const AneBackendOptions& o, int budget) {
   Placement p;
   p.buckets = checked_buckets(o.seq_buckets);
+  if (o.max_live_programs < 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "max_live_programs must be >= 0 (0: no limit), got " +
+                    std::to_string(o.max_live_programs));
   if (o.lm_head_on_ane) p.chunks = ane::plan_lm_head_chunks(cfg.vocab_size, o.max_lm_head_rows);
   const int n_layers = cfg.n_layers, head = static_cast<int>(p.chunks.size());
+  // Every placed program stays loaded, so one count serves both limits: compiles on a cold start
+  // and live programs.
   auto need = [&](int layers, std::size_t nb) { return layers * 2 * static_cast<int>(nb) + head; };
-  // Optional (prefill) buckets only while the whole model keeps `budget_reserve` compiles spare.
-  while (p.buckets.size() > 1 && need(n_layers, p.buckets.size()) > budget - o.budget_reserve)
+  const int live_cap = o.max_live_programs > 0 ? o.max_live_programs : budget;
+  const int limit = std::min(budget, live_cap);
+  // Optional (prefill) buckets only while the whole model keeps `budget_reserve` compiles spare
+  // and stays within the live-program cap: decode needs only S = 32, prefill then runs in S = 32
+  // chunks (more dispatches per prompt token, none more per decoded token).
+  while (p.buckets.size() > 1 && (need(n_layers, p.buckets.size()) > budget - o.budget_reserve ||
+                                  need(n_layers, p.buckets.size()) > live_cap))
     p.buckets.pop_back();
   p.ane_layers = n_layers;
-  if (need(n_layers, 1) > budget) {
-    const std::string why = "the ANE plan for '" + cfg.name + "' needs " +
-                            std::to_string(need(n_layers, 1)) + " compiles (" +
-                            std::to_string(n_layers) + " layers x 2 programs + " +
-                            std::to_string(head) +
-                            " LM-head chunks) but the per-process budget "
-                            "is " +
-                            std::to_string(budget);
+  if (need(n_layers, 1) > limit) {
+    const bool by_budget = budget <= live_cap;
+    const std::string why =
+        "the ANE plan for '" + cfg.name + "' needs " + std::to_string(need(n_layers, 1)) +
+        (by_budget ? " compiles (" : " live programs (") + std::to_string(n_layers) +
+        " layers x 2 programs + " + std::to_string(head) + " LM-head chunks) but " +
+        (by_budget ? "the per-process budget is " + std::to_string(budget)
+                   : "at most " + std::to_string(live_cap) +
+                         " programs may be loaded at once (max_live_programs)");
     if (!o.cpu_remainder)
       throw Error(ErrorKind::kResourceExhausted,
                   why +
                       "; HINT: enable cpu_remainder, keep the LM head on the CPU, or fill the "
                       "compile cache in an earlier process (cached programs cost no compile)");
-    if (head > 0 && head + 2 > budget) p.chunks.clear();
+    if (head > 0 && head + 2 > limit) p.chunks.clear();
     const int h = static_cast<int>(p.chunks.size());
-    p.ane_layers = std::clamp((budget - h) / 2, 0, n_layers);
+    p.ane_layers = std::clamp((limit - h) / 2, 0, n_layers);
     if (p.ane_layers < n_layers)
       p.cpu_note = "layers " + std::to_string(p.ane_layers) + "-" + std::to_string(n_layers - 1);
     if (p.chunks.empty()) p.cpu_note += std::string(p.cpu_note.empty() ? "" : ", ") + "lm head";
@@ -73,6 +85,8 @@ Placement place_programs(const ModelConfig& cfg, const AneBackendOptions& o, int
   }
   p.total =
       p.ane_layers * 2 * static_cast<int>(p.buckets.size()) + static_cast<int>(p.chunks.size());
+  p.live = p.total;
+  p.dispatches_per_token = p.ane_layers * 2 + static_cast<int>(p.chunks.size());
   return p;
 }
 
@@ -124,10 +138,12 @@ ane::BlockOptions block_opts(const std::string& kind, int index, std::int64_t se
 
 // Program A (ffn == false) or B of `layer` for bucket `seq`.
 ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, int layer, bool ffn,
-                                    std::int64_t seq, bool int8, const AnePrescales& ps) {
+                                    std::int64_t seq, bool int8, const AnePrescales& ps,
+                                    bool update_only) {
   ane::BlockProgram b;
   const double p = (ffn ? ps.ffn : ps.attn)[static_cast<std::size_t>(layer)];
-  const ane::BlockOptions o = block_opts(ffn ? "ffn" : "attn_in", layer, seq, int8, p);
+  ane::BlockOptions o = block_opts(ffn ? "ffn" : "attn_in", layer, seq, int8, p);
+  o.update_only = ffn && update_only;
   if (!ffn) {
     const ane::AttnInputWeights aw{w.attn_norm, {w.wq, w.bq}, {w.wk, w.bk}, {w.wv, w.bv}};
     check(ane::build_attn_input_block(layer_shapes(cfg), aw, o, &b), "building ", o.name);

@@ -23,12 +23,16 @@ double ms_since(Clock::time_point t0);
 // per-token paths build no message unless something failed.
 void check(const ane::Status& s, const char* what, const std::string& name = {});
 
-// Where every program goes. The same rules serve the backend, the plan and the export.
+// Where every program goes. The same rules serve the backend, the plan and the export: within the
+// compile budget and within o.max_live_programs loaded at once (prefill buckets are dropped first,
+// then layers and the head go to the CPU when cpu_remainder allows).
 struct Placement {
   std::vector<std::int64_t> buckets;     // ascending; buckets[0] == 32
   int ane_layers = 0;                    // layers [0, ane_layers) on the ANE
   std::vector<ane::LmHeadChunk> chunks;  // empty: head on the CPU
   int total = 0;                         // cold-start compiles
+  int live = 0;                          // programs loaded at once (all of them stay resident)
+  int dispatches_per_token = 0;          // evaluations per decoded token: 2 per layer + chunks
   std::string cpu_note;                  // what stays on the CPU ("" when nothing)
 };
 Placement place_programs(const ModelConfig& cfg, const AneBackendOptions& o, int budget);
@@ -43,8 +47,10 @@ struct LayerF32 {
 };
 
 // Program A (ffn == false) or B of `layer` for bucket `seq`.
+// update_only: program B returns the layer's update, not the next residual (fp32_residual).
 ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, int layer, bool ffn,
-                                    std::int64_t seq, bool int8, const AnePrescales& ps);
+                                    std::int64_t seq, bool int8, const AnePrescales& ps,
+                                    bool update_only = false);
 
 // LM-head chunk `index` at S = 32 with the final norm fused.
 ane::BlockProgram build_head_block(const ModelConfig& cfg, const ModelWeights& w,

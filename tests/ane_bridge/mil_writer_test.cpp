@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <regex>
 #include <sstream>
 
 #include "ane_bridge/mil_blocks.h"
@@ -84,11 +86,53 @@ TEST(MilWriter, ReproducesTheSpecSwiGLUExampleLineForLine) {
   EXPECT_EQ(text.back(), '\n');
 }
 
-TEST(MilWriter, ScalarFormatsFollowPrintfConventions) {
+TEST(MilWriter, ScalarFormatsNeverUseAnExponent) {
   EXPECT_EQ(format_float(1.0 / 768, FloatFormat::kFixed6), "0.001302");
   EXPECT_EQ(format_float(0.125, FloatFormat::kFixed6), "0.125000");
-  EXPECT_EQ(format_float(0.13363062095621219, FloatFormat::kShortest), "0.133631");
-  EXPECT_EQ(format_float(0.125, FloatFormat::kHex), "0x1p-3");
+  EXPECT_EQ(format_float(0.13363062095621219, FloatFormat::kExact), "0.1336306209562122");
+  EXPECT_EQ(format_float(0.125, FloatFormat::kExact), "0.125");
+  EXPECT_EQ(format_float(1024, FloatFormat::kExact), "1024");
+  EXPECT_EQ(format_float(-0.5, FloatFormat::kExact), "-0.5");
+  EXPECT_EQ(format_float(1e-6, FloatFormat::kExact), "0.000001");
+  EXPECT_EQ(format_float(std::ldexp(1.0, -14), FloatFormat::kExact), "0.00006103515625");
+  EXPECT_EQ(format_float(std::ldexp(1.0, -24), FloatFormat::kExact),
+            "0.000000059604644775390625");  // the smallest fp16 subnormal, exactly
+}
+
+// Every block the engine emits, at the extreme prescales the calibration may pick (the norm's eps
+// const is then 2^-14 or D * eps * p^2) and with int8 weights (the affine scale): no float literal
+// carries an exponent ("1e-06", "6.1e-05") or is a hex float ("0x1p-3").
+TEST(MilWriter, EmittedBlocksHaveNoExponentInAnyLiteral) {
+  const LayerShapes sh{64, 4, 2, 16, 128, 1e-6};
+  const std::vector<float> g(64, 1.0f), wq(64 * 64, 0.01f), wkv(32 * 64, 0.01f), b(64, 0.1f),
+      bkv(32, 0.1f), wo(64 * 64, 0.01f), wf(128 * 64, 0.01f), head(100 * 64, 0.01f);
+  const std::regex exponent(R"(([0-9.]|\b)[eE][-+]?[0-9])"), hex(R"(0[xX][0-9a-fA-F.]+[pP])");
+  const std::regex literal(R"((fp16|fp32)\(([^)]*)\))");
+  int literals = 0;
+  for (double p : {1.0 / 4096, 1.0 / 16, 1.0, 1024.0})
+    for (WeightFormat fmt : {WeightFormat::kFp16, WeightFormat::kInt8}) {
+      BlockOptions o;
+      o.rms_prescale = p;
+      o.format = fmt;
+      BlockProgram a, f, h, n;
+      ASSERT_TRUE(build_attn_input_block(sh, {g, {wq, b}, {wkv, bkv}, {wkv, bkv}}, o, &a).ok());
+      ASSERT_TRUE(build_ffn_block(sh, {{wo, {}}, g, {wf, {}}, {wf, {}}, {wf, {}}}, o, &f).ok());
+      ASSERT_TRUE(build_lm_head_chunk(sh, head, 100, {0, 100}, g, o, &h).ok());
+      ASSERT_TRUE(build_final_norm(sh, g, o, &n).ok());
+      for (const BlockProgram* bp : {&a, &f, &h, &n}) {
+        const std::string& text = bp->source.mil_text;
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), literal);
+             it != std::sregex_iterator(); ++it) {
+          const std::string v = (*it)[2].str();
+          if (v.rfind("BLOBFILE", 0) == 0) continue;
+          ++literals;
+          EXPECT_FALSE(std::regex_search(v, exponent)) << bp->source.name << ": " << v;
+          EXPECT_FALSE(std::regex_search(v, hex)) << bp->source.name << ": " << v;
+        }
+        EXPECT_FALSE(std::regex_search(text, hex)) << bp->source.name;
+      }
+    }
+  EXPECT_GT(literals, 20);  // psc, eps and nhalf of every norm at least
 }
 
 TEST(MilWriter, InfersTypesAndReportsBuilderErrors) {
@@ -124,7 +168,7 @@ TEST(MilWriter, AffineDequantizeUsesTheIos16AttributeForm) {
       text.find(
           "tensor<fp16, [32, 64, 1, 1]> W1 = constexpr_affine_dequantize()[axis = int32(0), name = "
           "string(\"W1\"), quantized_data = tensor<int8, [32, 64, 1, 1]>(BLOBFILE(path = "
-          "string(\"@model_path/weights/q.bin\"), offset = uint64(64))), scale = fp16(0x1p-3), "
+          "string(\"@model_path/weights/q.bin\"), offset = uint64(64))), scale = fp16(0.125), "
           "zero_point = int8(0)];"),
       std::string::npos)
       << text;
@@ -220,11 +264,29 @@ TEST(MilBlocksGolden, FfnBlockInt8) {
   EXPECT_EQ(check_golden("ffn_d64_f128_s32_int8.mil", b.source.mil_text), "");
   EXPECT_EQ(check_golden("ffn_d64_f128_s32_int8.weights.txt", weights_listing(b.source)), "");
   ASSERT_EQ(b.source.weights.size(), 8u);
-  expect_single_tensor_blob(b.source.weights[0], 4, 64 * 64);  // wo int8
+  expect_single_tensor_blob(b.source.weights[0], 1, 64 * 64);  // wo int8, tagged as the seeds do
   expect_single_tensor_blob(b.source.weights[1], 1, 64 * 2);   // wo_scale fp16 [64]
-  expect_single_tensor_blob(b.source.weights[6], 4, 64 * 128);
+  expect_single_tensor_blob(b.source.weights[6], 1, 64 * 128);
   expect_single_tensor_blob(b.source.weights[7], 1, 64 * 2);
   expect_parses(b.source.mil_text);
+  // The CT code is one switch away and the simulator takes both.
+  o.int8_blob_dtype_code = kInt8BlobDtypeCodeCt;
+  BlockProgram ct;
+  ASSERT_TRUE(build_ffn_block(L.shapes, L.ffn(), o, &ct).ok());
+  expect_single_tensor_blob(ct.source.weights[0], 4, 64 * 64);
+  expect_single_tensor_blob(ct.source.weights[1], 1, 64 * 2);
+  EXPECT_EQ(ct.source.mil_text, b.source.mil_text);
+  for (const BlockProgram* p : {&b, &ct}) {
+    std::unique_ptr<Program> prog;
+    EXPECT_TRUE(make_simulator({})->compile(p->source, &prog).ok());
+  }
+  // A simulator that takes only CT's code refuses the default (and says why).
+  RuntimeOptions strict;
+  strict.sim.int8_blob_dtype_codes = {kInt8BlobDtypeCodeCt};
+  std::unique_ptr<Program> prog;
+  const Status s = make_simulator(strict)->compile(b.source, &prog);
+  EXPECT_EQ(s.code(), StatusCode::kCompileFailed);
+  EXPECT_NE(s.message().find("dtype code 1"), std::string::npos) << s.message();
 }
 
 TEST(MilBlocksGolden, IdenticalLayersGetDistinctTagsAndBytes) {

@@ -1,7 +1,9 @@
 // RMSNorm inside the ANE programs under fp16 flush-to-zero (the simulator default): the legacy
-// construction (mean, subnormal eps, p from the 16x-headroom calibration) against the current one
-// (sum, eps raised to a normal, sqrt(D) folded into the gain, p from the 4x-headroom calibration
-// that may exceed 1), both against an fp64 scalar reference, at D = 896 (Qwen2.5-0.5B).
+// construction (mean, subnormal eps, p from the 16x-headroom calibration), the one-pass sum
+// (eps raised to a normal, sqrt(D) folded into the gain, p from the 4x-headroom calibration that
+// may exceed 1) and the current two-pass one (the one-pass result rescales every token to
+// elements ~1, then an exact second sum), all against an fp64 scalar reference, at D = 896
+// (Qwen2.5-0.5B).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,11 +49,11 @@ ProgramSource legacy_norm(double p) {
   MilVar x = f.input("x", t);
   MilVar rax = f.const_int32_vec("rax", {1});
   MilVar kd = f.const_bool("kd", true);
-  MilVar psc = f.const_fp16("psc", p, FloatFormat::kShortest);
-  MilVar invd = f.const_fp16("invd", 1.0 / kD, FloatFormat::kShortest);
+  MilVar psc = f.const_fp16("psc", p, FloatFormat::kExact);
+  MilVar invd = f.const_fp16("invd", 1.0 / kD, FloatFormat::kExact);
   MilVar eps = f.const_fp16("eps", std::max(kEps * p * p, static_cast<double>(kFp16MinSubnormal)),
-                            FloatFormat::kShortest);
-  MilVar nhalf = f.const_fp16("nhalf", -0.5, FloatFormat::kShortest);
+                            FloatFormat::kExact);
+  MilVar nhalf = f.const_fp16("nhalf", -0.5, FloatFormat::kExact);
   MilVar xs = f.binary("mul", "xs", "rms_scale", x, psc);
   MilVar sq = f.binary("mul", "sq", "rms_sq", xs, xs);
   MilVar ss = f.reduce_sum("ss", "rms_sum", sq, rax, kd);
@@ -61,6 +63,31 @@ ProgramSource legacy_norm(double p) {
   f.output(f.binary("mul", "xn", "rms_norm", xs, rr));
   ProgramSource src;
   src.name = "legacy_norm";
+  EXPECT_TRUE(prog.build(&src.mil_text).ok());
+  return src;
+}
+
+// The first issue-15 construction, one pass: rr = (sum((x p)^2) + max(D eps p^2, 2^-14))^-0.5.
+ProgramSource one_pass_norm(double p) {
+  MilProgramBuilder prog;
+  MilFunctionBuilder& f = prog.add_function("main");
+  MilVar x = f.input("x", MilType::tensor(DType::kFp16, {1, kD, 1, kS}));
+  MilVar rax = f.const_int32_vec("rax", {1});
+  MilVar kd = f.const_bool("kd", true);
+  MilVar psc = f.const_fp16("psc", p, FloatFormat::kExact);
+  MilVar eps = f.const_fp16("eps", std::max(kD * kEps * p * p, static_cast<double>(kFp16MinNormal)),
+                            FloatFormat::kExact);
+  MilVar nhalf = f.const_fp16("nhalf", -0.5, FloatFormat::kExact);
+  MilVar xs = f.binary("mul", "xs", "rms_scale", x, psc);
+  MilVar sq = f.binary("mul", "sq", "rms_sq", xs, xs);
+  MilVar ss = f.reduce_sum("ss", "rms_sum", sq, rax, kd);
+  MilVar me = f.binary("add", "me", "rms_eps", ss, eps);
+  MilVar rr = f.binary("pow", "rr", "rms_rsqrt", me, nhalf);
+  MilVar xn = f.binary("mul", "xn", "rms_norm", xs, rr);
+  // x / (sqrt(D) rms): times sqrt(D) here, as the engine folds it into the next weights.
+  f.output(f.binary("mul", "y", "rms_sqrt_d", xn, f.const_fp16("sd", std::sqrt(kD), FloatFormat::kExact)));
+  ProgramSource src;
+  src.name = "one_pass_norm";
   EXPECT_TRUE(prog.build(&src.mil_text).ok());
   return src;
 }
@@ -129,6 +156,25 @@ TEST(RmsNormNumerics, SmallActivationsOldFailsNewPasses) {
   const auto x = token(3, 0.01);
   EXPECT_GT(rel_err(legacy_norm(1.0), x), kMaxRelL2);
   EXPECT_LE(rel_err(current_norm(16.0), x), kMaxRelL2);
+}
+
+// Tokens far below the calibrated p (an outlier token sets p, ordinary ones sit 100-1000x lower):
+// one pass loses the squares that flush; two passes stay at the fp16 floor.
+TEST(RmsNormNumerics, TokensFarBelowThePrescaleOnePassFailsTwoPassPasses) {
+  struct Case {
+    double rms, p;
+  };
+  for (const Case c : {Case{0.1, 1.0 / 64}, Case{1.0, 1.0 / 256}, Case{0.01, 1.0 / 4}}) {
+    const auto x = token(6, c.rms);
+    const double one = rel_err(one_pass_norm(c.p), x), two = rel_err(current_norm(c.p), x);
+    std::printf("rms %g p %g: one pass %.2e, two passes %.2e\n", c.rms, c.p, one, two);
+    EXPECT_GT(one, kMaxRelL2) << "rms " << c.rms << " p " << c.p;
+    EXPECT_LE(two, 5e-3) << "rms " << c.rms << " p " << c.p;
+  }
+  // Inside the old band both are at the fp16 floor.
+  const auto x = token(7, 1.0);
+  EXPECT_LE(rel_err(one_pass_norm(1.0 / 4), x), 2e-3);
+  EXPECT_LE(rel_err(current_norm(1.0 / 4), x), 2e-3);
 }
 
 // Same construction, same p: the current one never produces inf/NaN where the legacy one does

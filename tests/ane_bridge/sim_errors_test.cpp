@@ -295,6 +295,31 @@ TEST(SimErrors, CompileBudgetRefusesPastTheLimitAndNeverRefunds) {
   EXPECT_EQ(rt->stats().live_programs, 2);
 }
 
+// The live-program cap is on by default at 60 (issue 15: the harsher reading of "~55 live
+// models"): the 61st load fails without spending a compile, and a release frees its slot.
+TEST(SimErrors, LiveProgramCapRefusesTheLoadPastIt) {
+  RuntimeOptions ro;
+  EXPECT_EQ(ro.sim.max_live_programs, 60);
+  auto rt = make_simulator(ro);
+  std::vector<std::unique_ptr<Program>> progs(61);
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(rt->compile(source(valid_mil()), &progs[i]).ok()) << i;
+  EXPECT_EQ(rt->stats().live_programs, 60);
+  expect_error(rt->compile(source(valid_mil()), &progs[60]), StatusCode::kCompileFailed,
+               "60 programs are loaded and at most 60 may be live at once");
+  EXPECT_EQ(progs[60], nullptr);
+  EXPECT_EQ(rt->stats().compiles, 60);  // the refusal spent no compile
+  ASSERT_TRUE(progs[7]->release().ok());
+  EXPECT_EQ(rt->stats().live_programs, 59);
+  EXPECT_TRUE(rt->compile(source(valid_mil()), &progs[60]).ok());
+  EXPECT_EQ(rt->stats().live_programs, 60);
+
+  ro.sim.max_live_programs = 0;  // off
+  auto unlimited = make_simulator(ro);
+  std::vector<std::unique_ptr<Program>> many(70);
+  for (auto& p : many) ASSERT_TRUE(unlimited->compile(source(valid_mil()), &p).ok());
+  EXPECT_EQ(unlimited->stats().live_programs, 70);
+}
+
 TEST(SimErrors, CacheHitOnSecondCompileOfAnIdenticalProgram) {
   const auto dir = anelm::testing::make_temp_dir("ane-cache");
   RuntimeOptions ro;

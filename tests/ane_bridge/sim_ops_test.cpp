@@ -130,7 +130,7 @@ TEST(SimOps, FtzSwitchFlushesSubnormalResults) {
   OneOp t;
   t.opts.fp16_ftz = true;
   MilVar x = t.f.input("x", f16({1, 1, 1, 32}));
-  MilVar r = t.f.binary("mul", "r", "r", x, t.f.const_fp16("k", 0.001, FloatFormat::kShortest));
+  MilVar r = t.f.binary("mul", "r", "r", x, t.f.const_fp16("k", 0.001, FloatFormat::kExact));
   std::vector<float> xv(32, round_to_fp16(0.01f));
   auto res = t.run(r, {xv});
   ASSERT_TRUE(res.status.ok());
@@ -326,7 +326,7 @@ TEST(SimOps, PowSigmoidIdentityTranscendentals) {
   OneOp t;
   t.opts.fp16_ftz = false;  // subnormal semantics of the op itself; FTZ has its own test
   MilVar x = t.f.input("x", f16({1, 1, 1, 64}));
-  MilVar pw = t.f.binary("pow", "pw", "pw", x, t.f.const_fp16("nh", -0.5, FloatFormat::kShortest));
+  MilVar pw = t.f.binary("pow", "pw", "pw", x, t.f.const_fp16("nh", -0.5, FloatFormat::kExact));
   MilVar sg = t.f.unary("sigmoid", "sg", "sg", x);
   MilVar id = t.f.unary("identity", "id", "id", x);
   MilVar c =
@@ -395,7 +395,7 @@ TEST(SimOps, CastBetweenFp32AndFp16) {
 TEST(SimOps, QuantizeDequantizeRoundHalfEvenAndClip) {
   OneOp t;
   MilVar x = t.f.input("x", f16({1, 1, 1, 32}));
-  MilVar sc = t.f.const_fp16("sc", 0.125, FloatFormat::kHex);
+  MilVar sc = t.f.const_fp16("sc", 0.125, FloatFormat::kExact);
   MilVar q =
       t.f.op("quantize", "q", "q",
              {{"input", {x}}, {"output_dtype", {t.f.const_string("od", "int8")}}, {"scale", {sc}}});

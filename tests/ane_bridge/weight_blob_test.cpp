@@ -72,12 +72,25 @@ TEST(WeightBlob, CanonicalAlignsRecordsAfterOddPayloads) {
   EXPECT_EQ(w.add_int8(std::vector<std::int8_t>(3, -2)), 192u);  // 64 + 64 + 10 -> aligned to 192
   const auto& b = w.bytes();
   EXPECT_EQ(u32(b, 0), 2u);
-  EXPECT_EQ(u32(b, 68), 4u);  // CT Int8 code
+  EXPECT_EQ(u32(b, 68), 1u);  // int8 tagged as the seeds tag it (§3.2), not CT's 4
+  EXPECT_EQ(u32(b, 192 + 4), 1u);
   EXPECT_EQ(u64(b, 72), 10u);
   expect_zero(b, 128 + 10, 192);  // alignment padding is zero
   EXPECT_EQ(u64(b, 192 + 16), 256u);
   EXPECT_EQ(static_cast<std::int8_t>(b[256]), -2);
   EXPECT_EQ(b.size(), 259u);
+}
+
+TEST(WeightBlob, Int8DtypeCodeIsASwitch) {
+  WeightBlobWriter ct(BlobMode::kCanonical, kInt8BlobDtypeCodeCt);
+  EXPECT_EQ(ct.add_int8(std::vector<std::int8_t>(10, 1)), 64u);
+  EXPECT_EQ(ct.add_fp16(std::vector<std::uint16_t>(4, 0x3C00)), 192u);
+  EXPECT_EQ(u32(ct.bytes(), 68), 4u);       // CT Int8
+  EXPECT_EQ(u32(ct.bytes(), 192 + 4), 1u);  // fp16 stays 1 whatever the switch
+  WeightBlobWriter seeds;
+  seeds.add_int8(std::vector<std::int8_t>(10, 1));
+  EXPECT_EQ(u32(seeds.bytes(), 68), kInt8BlobDtypeCodeSeeds);
+  EXPECT_EQ(kInt8BlobDtypeCodeSeeds, 1u);
 }
 
 TEST(WeightBlob, LegacyModeLaysChunksEndToEndWithCountOne) {

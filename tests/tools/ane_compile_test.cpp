@@ -82,35 +82,77 @@ TEST(AneCompile, TinyQwen2ExportWritesEveryProgram) {
   EXPECT_EQ(m["programs"][8]["outputs"][0]["segments"][0]["name"], "logits[0:512]");
 }
 
-TEST(AneCompile, Qwen25HalfBPlanFitsTheBudget) {
+TEST(AneCompile, Qwen25HalfBPlanFitsTheBudgetAndTheLiveCap) {
   ANELM_REQUIRE_SHARED_MODEL(dir, "qwen2.5-0.5b-instruct/config.json");
   const ModelConfig cfg = config_from_hf_dir(dir.parent_path().string());
   ASSERT_EQ(cfg.n_layers, 24);
   const AneCompileSummary s = plan_ane_programs(cfg);
   std::cout << ane_compile_summary_text(s);
-  // 151,936 / 16,384 -> 10 chunks; 24 x 2 + 10 = 58 per token; S {32, 128}: 24 x 2 x 2 + 10 = 106.
+  // 151,936 / 16,384 -> 10 chunks; 24 x 2 + 10 = 58 per token. S {32, 128} would keep 106
+  // programs loaded, over the live cap of 60: the S = 128 bucket is dropped and prefill runs in
+  // S = 32 chunks, so 58 programs are live and compiled.
   EXPECT_EQ(s.lm_head_chunks, 10);
   EXPECT_EQ(s.programs_per_decode_token, 58);
-  EXPECT_LE(s.programs_per_decode_token, 2 * s.n_layers + s.lm_head_chunks);
-  EXPECT_EQ(s.seq_buckets, (std::vector<int>{32, 128}));
-  EXPECT_EQ(s.total_programs, 106);
+  EXPECT_EQ(s.max_live_programs, 60);
+  EXPECT_EQ(s.seq_buckets, (std::vector<int>{32}));
+  EXPECT_EQ(s.total_programs, 58);
+  EXPECT_EQ(s.live_programs, 58);
+  EXPECT_LE(s.live_programs, 60);
   EXPECT_LE(s.total_programs, s.compile_budget - 8);  // room to spare
   EXPECT_TRUE(s.fits_budget);
   EXPECT_FALSE(s.weight_bytes_exact);
-  // fp16: ~2 x 24 layers x 29.8 MB + 272 MB of LM head.
-  EXPECT_GT(s.total_weight_bytes, 1'600'000'000);
-  EXPECT_LT(s.total_weight_bytes, 1'800'000'000);
+  // fp16: 24 layers x 29.8 MB + 272 MB of LM head.
+  EXPECT_GT(s.total_weight_bytes, 900'000'000);
+  EXPECT_LT(s.total_weight_bytes, 1'100'000'000);
+
+  // Without the cap both buckets fit the compile budget (the plan before issue 15).
+  AneBackendOptions uncapped;
+  uncapped.max_live_programs = 0;
+  const AneCompileSummary u = plan_ane_programs(cfg, uncapped);
+  EXPECT_EQ(u.seq_buckets, (std::vector<int>{32, 128}));
+  EXPECT_EQ(u.total_programs, 106);
+  EXPECT_EQ(u.live_programs, 106);
+  EXPECT_EQ(u.programs_per_decode_token, 58);
 
   AneBackendOptions decode_only;
   decode_only.seq_buckets = {32};
   decode_only.int8_weights = true;
   const AneCompileSummary d = plan_ane_programs(cfg, decode_only);
   EXPECT_EQ(d.total_programs, 58);
-  EXPECT_LT(d.total_weight_bytes, s.total_weight_bytes / 3);  // one bucket, one byte per weight
+  EXPECT_LT(d.total_weight_bytes, s.total_weight_bytes * 2 / 3);  // one byte per weight
   // A bucket that cannot fit next to the others is dropped, largest first.
-  AneBackendOptions greedy;
+  AneBackendOptions greedy = uncapped;
   greedy.seq_buckets = {32, 128, 512};
   EXPECT_EQ(plan_ane_programs(cfg, greedy).seq_buckets, (std::vector<int>{32, 128}));
+}
+
+// A cap below even the one-bucket plan: refused without cpu_remainder (naming the cap), else the
+// layers that do not fit run on the CPU and the live count stays within the cap.
+TEST(AneCompile, PlanOverTheLiveCapIsRefusedOrPlannedAround) {
+  ANELM_REQUIRE_SHARED_MODEL(dir, "qwen2.5-0.5b-instruct/config.json");
+  const ModelConfig cfg = config_from_hf_dir(dir.parent_path().string());
+  AneBackendOptions o;
+  o.max_live_programs = 30;
+  o.cpu_remainder = false;
+  try {
+    plan_ane_programs(cfg, o);
+    FAIL() << "expected kResourceExhausted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
+    EXPECT_NE(std::string(e.what()).find("needs 58 live programs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at most 30 programs may be loaded at once"),
+              std::string::npos)
+        << e.what();
+  }
+  o.cpu_remainder = true;
+  const AneCompileSummary s = plan_ane_programs(cfg, o);
+  EXPECT_EQ(s.seq_buckets, (std::vector<int>{32}));
+  EXPECT_EQ(s.ane_layers, 10);  // (30 - 10 head chunks) / 2
+  EXPECT_EQ(s.live_programs, 30);
+  EXPECT_EQ(s.programs_per_decode_token, 30);
+  EXPECT_FALSE(s.fits_budget);
+  o.max_live_programs = -1;
+  EXPECT_THROW(plan_ane_programs(cfg, o), Error);
 }
 
 TEST(AneCompile, ModelBeyondTheBudgetFailsOrKeepsARemainderOnCpu) {
@@ -133,6 +175,34 @@ TEST(AneCompile, ModelBeyondTheBudgetFailsOrKeepsARemainderOnCpu) {
   EXPECT_EQ(s.ane_layers, 15);  // (40 - 10 head chunks) / 2
   EXPECT_EQ(s.total_programs, 40);
   EXPECT_FALSE(s.fits_budget);
+}
+
+// The backend end to end under a cap below its two-bucket plan (21 programs): the planner drops
+// S=128, the simulator (same cap) loads all 11 programs, and a 40-token prompt prefilled in S=32
+// chunks still gives the CPU's ids. Were the cap ignored, the 16th load would fail and, without
+// cpu_remainder, throw.
+TEST(AneCompile, BackendStaysWithinTheLiveCap) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  auto model = load_model(path.string());
+  ThreadPool pool(2);
+  const auto& k = kernels::active_kernels();
+  Transformer cpu_tf(model->config, model->weights, pool, k),
+      ane_tf(model->config, model->weights, pool, k);
+  Generator cpu(cpu_tf, 128, 64, DType::kF16, 2), ane(ane_tf, 128, 64, DType::kF16, 2);
+  AneBackendOptions o;
+  o.max_live_programs = 15;
+  o.cpu_remainder = false;
+  auto backend = make_ane_backend(model->config, model->weights, ane_tf, pool, o);
+  const AneBackendStats& st = backend->stats();
+  EXPECT_EQ(st.seq_buckets, (std::vector<int>{32}));
+  EXPECT_EQ(st.programs, 11);  // 5 layers x 2 + 1 chunk
+  EXPECT_EQ(st.programs_per_decode_token, 11);
+  EXPECT_EQ(st.ane_layers, 5);
+  GenerateRequest r;
+  for (int i = 0; r.prompt.size() < 40; ++i) r.prompt.push_back(1 + (i * 37) % 500);
+  r.max_tokens = 16;
+  r.sampling.temperature = 0.0f;
+  EXPECT_EQ(ane.generate(r, {}).ids, cpu.generate(r, {}).ids);
 }
 
 // stories260K with a budget of 7: layers 0-2 and the head on the ANE, layers 3-4 on the CPU; the

@@ -1,0 +1,28 @@
+// The math of each ANE program in fp32 storage with double accumulation, straight from the
+// dequantised weights: the independent reference `anelm compile --verify` checks the programs
+// against (no fp16 rounding, no prescale, no folded gains, no kernel tables).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/ane/ane_programs.h"
+#include "engine/model_config.h"
+
+namespace anelm::engine::ane_reference {
+
+// Program A: rows [n][D] -> [n][Qd + 2 KVd] = (q | k | v) of RMSNorm(x) * attn_norm (+ biases).
+std::vector<float> attn_input(const ModelConfig& c, const ane_programs::LayerF32& w,
+                              const float* x, int n);
+
+// Program B: (att [n][Qd], x [n][D]) -> [n][D]: h = x + Wo att; y = h + Wd (silu(Wg hn) * Wu hn)
+// with hn = RMSNorm(h) * ffn_norm; update_only: y - x (what BlockOptions::update_only returns).
+std::vector<float> ffn(const ModelConfig& c, const ane_programs::LayerF32& w, const float* att,
+                       const float* x, int n, bool update_only);
+
+// LM-head chunk: [n][D] -> [n][rows] = head_rows (rows x D) . RMSNorm(x) * out_norm.
+std::vector<float> lm_head(const ModelConfig& c, const std::vector<float>& head_rows,
+                           std::int64_t rows, const std::vector<float>& out_norm, const float* x,
+                           int n);
+
+}  // namespace anelm::engine::ane_reference
