@@ -58,6 +58,7 @@ int resolve_threads(const EngineOptions& opts) {
 AneBackendOptions ane_options(const EngineOptions& opts) {
   AneBackendOptions o;
   o.cache_dir = opts.ane_cache_dir;
+  o.fp32_residual = opts.ane_fp32_residual;
   o.int8_weights = opts.weights && dtype_is_quantized(*opts.weights);
   return o;
 }

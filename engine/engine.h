@@ -32,6 +32,7 @@ struct EngineOptions {
   int ctx = 0;                            // KV cache length in tokens; 0: min(model max_ctx, 4096)
   std::optional<DType> weights;           // re-quantize weight matrices at load (weights_type_from_name); nullopt: as stored
   std::string ane_cache_dir;              // compiled ANE program cache; empty: no disk cache
+  bool ane_fp32_residual = false;         // --backend ane: residual stream kept in fp32 on the CPU
   DType kv_type = DType::kF16;            // KV cache storage: kF16 (as llama.cpp) or kF32
   int max_batch = 0;                      // prefill tokens per forward chunk; 0: 512 (llama.cpp n_ubatch)
   int64_t prompt_cache_bytes = 0;         // KV snapshots of earlier sequences reused across requests; 0: off

@@ -77,6 +77,7 @@ engine::EngineOptions engine_options(const ServerOptions& o, const std::string& 
   e.threads = o.threads;
   e.ctx = o.ctx;
   e.parallel = o.parallel;
+  e.ane_fp32_residual = o.ane_fp32_residual;
   e.prompt_cache_bytes = static_cast<int64_t>(o.cache_ram_mb) << 20;
   if (!o.weights.empty()) e.weights = engine::weights_type_from_name(o.weights);  // validated: a known name
   e.ane_cache_dir = o.ane_cache_dir == "auto" ? default_ane_cache_dir() : o.ane_cache_dir;

@@ -23,6 +23,7 @@ struct ServerOptions {
   bool offline = false;                // --offline: never download a missing model
   std::string weights;                 // --weights: re-quantize at load (engine::kWeightsTypeNames); empty: as stored
   std::string presets_dir = "auto";    // --presets: model presets; "auto": configs/models of the source tree; "": none
+  bool ane_fp32_residual = false;      // --ane-fp32-residual: keep the residual stream in fp32 on the CPU
   std::string ane_cache_dir = "auto";  // --ane-cache: compiled ANE programs; "auto": ~/.cache/anelm/ane; "": off
   std::string chat_template;           // --chat-template: Jinja file used instead of the model's template
   std::string log_level = "info";      // --log-level: trace | debug | info | warn | error

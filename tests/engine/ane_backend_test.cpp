@@ -201,6 +201,24 @@ TEST(AneBackend, MassiveActivationGreedyMatchesCpu) {
   EXPECT_EQ(ane.generate(r, {}).ids, cpu.generate(r, {}).ids);
 }
 
+// EngineOptions::ane_fp32_residual (serve --ane-fp32-residual) reaches the programs: same greedy ids
+// as the CPU, and logits that differ from the fp16-residual engine's (the B programs changed).
+TEST(AneBackend, Fp32ResidualOptionServesTheSameIds) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  EngineOptions o;
+  o.model_path = path.string();
+  o.backend = Backend::kAne;
+  o.threads = 2;
+  o.ctx = 256;
+  o.ane_fp32_residual = true;
+  auto fp32 = Engine::load(o);
+  auto fp16 = load(path.string(), Backend::kAne);
+  auto cpu = load(path.string(), Backend::kCpu);
+  const std::vector<int> prompt = {1, 403, 407, 261, 378, 300};
+  EXPECT_EQ(greedy(*fp32, prompt, 24), greedy(*cpu, prompt, 24));
+  EXPECT_NE(all_logits(*fp32, prompt), all_logits(*fp16, prompt));
+}
+
 // A 150-token prefill runs as S=128 + S=32 chunks per layer; logits of every position must match
 // the CPU, and decode after it continues identically.
 TEST(AneBackend, PrefillAcrossBucketsMatchesCpu) {
