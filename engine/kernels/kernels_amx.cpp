@@ -64,6 +64,18 @@ constexpr TileConfig make_config(int g) {
 // Super-block mode is the G = 64 configuration.
 constinit const TileConfig kConfig16 = make_config(16), kConfig32 = make_config(32), kConfigSuper = make_config(64);
 
+// Narrow mode (a batched decode step of at most 8 tokens, 32-element and 16-element groups): C and
+// B tiles 8 tokens wide. B tiles still load from the 16-token packing (row stride 64 bytes, first 32
+// read); the stored dots are 8 registers of two rows each, so the per-group epilogue, which bounds
+// these products, does half the work of the 16-token one.
+constexpr int kNarrow = 8;
+constexpr TileConfig make_narrow_config(int g) {
+  TileConfig c = make_config(g);
+  for (int t : {0, 1, 4, 5}) c.colsb[t] = kNarrow * 4;
+  return c;
+}
+constinit const TileConfig kNarrow16 = make_narrow_config(16), kNarrow32 = make_narrow_config(32);
+
 void configure_tiles(const TileConfig& c) {
   __asm__ volatile("" ::: "memory");
   _tile_loadconfig(&c);
@@ -256,6 +268,69 @@ void panel_times_chunk(const PanelA& a, const float* ws, const float* wm, const 
   store_tokens(acc, y, ldy, nr, nt);
 }
 
+// Narrow mode's accumulators: v[i] holds rows 2i and 2i + 1 (lanes 0-7, 8-15) x 8 tokens.
+struct AccN {
+  __m512 v[kT / 2];
+};
+
+// The lanes' 16-row vector index for register i: row 2i in lanes 0-7, row 2i + 1 in lanes 8-15.
+inline __m512i pair_rows(int i) {
+  return _mm512_add_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), _mm512_set1_epi32(2 * i));
+}
+
+// The first 8 of 16 floats in both halves.
+inline __m512 dup8(const float* p) {
+  const __m256 h = _mm256_loadu_ps(p);
+  return _mm512_insertf32x8(_mm512_castps256_ps512(h), h, 1);
+}
+
+// epilogue for narrow tiles: the dots are stored 8 tokens per row.
+template <bool kMin>
+[[gnu::always_inline]] inline AccN epilogue_narrow(AccN acc, const int32_t* dot, const float* ws, const float* wm,
+                                                   const float* xd_p, const float* xs_p) {
+  const __m512 xd = dup8(xd_p), w = _mm512_loadu_ps(ws);
+  [[maybe_unused]] __m512 xs, m;
+  if constexpr (kMin) xs = dup8(xs_p), m = _mm512_loadu_ps(wm);
+#pragma GCC unroll 8
+  for (int i = 0; i < kT / 2; ++i) {
+    const __m512 d = _mm512_cvtepi32_ps(_mm512_load_si512(dot + i * 2 * kNarrow));
+    acc.v[i] = _mm512_fmadd_ps(d, _mm512_mul_ps(xd, _mm512_permutexvar_ps(pair_rows(i), w)), acc.v[i]);
+    if constexpr (kMin) acc.v[i] = _mm512_fmadd_ps(xs, _mm512_permutexvar_ps(pair_rows(i), m), acc.v[i]);
+  }
+  return acc;
+}
+
+// panel_times_chunk for nt <= 8 tokens in narrow tiles (configured by the caller).
+template <class U>
+void panel_times_chunk_narrow(const PanelA& a, const float* ws, const float* wm, const int8_t* act, const float* xd,
+                              const float* xs, int64_t ng, float* y, int64_t ldy, int nr, int nt) {
+  AccN acc;
+#pragma GCC unroll 8
+  for (int i = 0; i < kT / 2; ++i) acc.v[i] = _mm512_setzero_ps();
+  alignas(64) int32_t c[2][kT * kNarrow];
+  issue<U::G>(a, act, 0, ng);
+  for (int64_t g = 0; g < ng; g += 2) {
+    _tile_stored(0, c[0], kNarrow * 4);
+    if (g + 1 < ng) _tile_stored(1, c[1], kNarrow * 4);
+    if (g + 2 < ng) issue<U::G>(a, act, g + 2, ng);
+    acc = epilogue_narrow<U::kMin>(acc, c[0], ws + g * kT, wm + g * kT, xd + g * kT, xs + g * kT);
+    if (g + 1 < ng) {
+      acc = epilogue_narrow<U::kMin>(acc, c[1], ws + (g + 1) * kT, wm + (g + 1) * kT, xd + (g + 1) * kT,
+                                     xs + (g + 1) * kT);
+    }
+  }
+  // y[t][r]: row r, token t sits at out[r * 8 + t].
+  alignas(64) float out[kT * kNarrow];
+#pragma GCC unroll 8
+  for (int i = 0; i < kT / 2; ++i) _mm512_store_ps(out + i * 2 * kNarrow, acc.v[i]);
+  const __mmask16 m = static_cast<__mmask16>((1u << nr) - 1);
+  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(kNarrow));
+  for (int t = 0; t < nt; ++t) {
+    _mm512_mask_storeu_ps(y + t * ldy, m, _mm512_i32gather_ps(_mm512_add_epi32(rows, _mm512_set1_epi32(t)), out, 4));
+  }
+}
+
 // The panel's rows unpacked into the scratch rows (missing rows of a partial panel are zero). Q8_0
 // is copied too when the panel meets several chunks of tokens: tile loads from the 34-byte blocks in
 // place, each row straddling cache lines, ran at two thirds of the speed of loads from the packed copy
@@ -436,7 +511,12 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
     grow(s.isc, static_cast<size_t>(ng));
   }
   A::pack(static_cast<const typename A::Block*>(xq), cols, n, s);
-  configure_tiles(kSuper ? kConfigSuper : U::G == 16 ? kConfig16 : kConfig32);
+  const bool narrow = !kSuper && n <= kNarrow;
+  if (narrow) {
+    configure_tiles(U::G == 16 ? kNarrow16 : kNarrow32);
+  } else {
+    configure_tiles(kSuper ? kConfigSuper : U::G == 16 ? kConfig16 : kConfig32);
+  }
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t chunks = (n + kT - 1) / kT;
   for (int64_t p = r0; p < r1; p += kT) {
@@ -470,6 +550,8 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
       const float* xs = s.xs.data() + c * ng * kT;
       if constexpr (kSuper) {
         panel_times_chunk_super<U>(s, act, xd, xs, cols, y + t0 * ldy + p, ldy, nr, nt);
+      } else if (narrow) {
+        panel_times_chunk_narrow<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt);
       } else {
         panel_times_chunk<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt);
       }
