@@ -134,6 +134,18 @@ TEST_F(BatchingHttp, ConcurrentClientsWithStopsAndHangUpsGetTheirOwnText) {
     }
     for (auto& t : quitters) t.join();
   }
+  // n = 3 choices take three slots at once; greedy, each equals the request alone.
+  json three = body(kPrompts[1], 24, false);
+  three["n"] = 3;
+  httplib::Client c("127.0.0.1", port_);
+  c.set_read_timeout(60, 0);
+  auto r = c.Post("/v1/completions", three.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  ASSERT_EQ(j["choices"].size(), 3u);
+  for (const json& choice : j["choices"]) EXPECT_EQ(choice["text"], ref[1].first);
+
   // Every slot comes back: nothing runs, nothing waits.
   for (int i = 0; i < 200 && health()["requests_processing"] != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
