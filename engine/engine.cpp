@@ -60,6 +60,7 @@ AneBackendOptions ane_options(const EngineOptions& opts) {
   o.cache_dir = opts.ane_cache_dir;
   o.fp32_residual = opts.ane_fp32_residual;
   o.int8_weights = opts.weights && dtype_is_quantized(*opts.weights);
+  if (opts.ane_test_options) opts.ane_test_options(o);
   return o;
 }
 
@@ -91,6 +92,12 @@ class LocalEngine final : public Engine {
         spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
       } else {
         ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));
+        ane_self_check_rel_error_ = ane_->stats().self_check_rel_error;
+        if (!ane_->stats().declined.empty()) {  // the device disagrees with the simulator
+          ane_declined_ = ane_->stats().declined;
+          ane_.reset();  // hands every layer and the head back to the CPU executors
+          spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
+        }
       }
     }
     if (opts.background_residency) {
@@ -124,6 +131,7 @@ class LocalEngine final : public Engine {
     s.prompt_cache_entries = pc.entries;
     s.prompt_cache_hits = pc.hits;
     if (!ane_declined_.empty()) s.backend = "cpu (ane declined: " + ane_declined_ + ")";
+    s.ane_self_check_rel_error = ane_self_check_rel_error_;
     if (ane_) {
       const AneBackendStats& a = ane_->stats();
       s.backend = a.backend;
@@ -172,6 +180,7 @@ class LocalEngine final : public Engine {
 
   std::unique_ptr<AneBackend> ane_;  // --backend ane: programs + executors installed on tf_
   std::string ane_declined_;  // why --backend ane runs on the CPU; empty otherwise
+  double ane_self_check_rel_error_ = -1;  // AneBackendStats::self_check_rel_error; -1: not run
   std::unique_ptr<ResidentCopy> copy_;  // background_residency: the copy in flight, until adopted
   std::thread copier_;
 };

@@ -17,6 +17,7 @@
 namespace anelm::engine {
 
 enum class Backend { kCpu, kAne };
+struct AneBackendOptions;  // engine/ane/ane_executor.h
 const char* backend_name(Backend b);
 
 // The types weight matrices can be re-quantized to at load (--weights): f16 and every block type;
@@ -40,6 +41,9 @@ struct EngineOptions {
   // Copy the mapped weights into huge-page memory on a background thread, serving from the mapping
   // meanwhile (a server is ready at once); false: copy before load returns (benchmarks, tools).
   bool background_residency = false;
+  // Tests only: adjusts the ANE backend's options (e.g. runs the device self-check on the
+  // simulator, or injects a faulty "device"); empty in production.
+  std::function<void(AneBackendOptions&)> ane_test_options;
 };
 
 struct BackendStats {
@@ -55,6 +59,8 @@ struct BackendStats {
   int64_t prompt_cache_bytes = 0;         // held now (<= budget)
   int prompt_cache_entries = 0;
   int64_t prompt_cache_hits = 0;          // requests whose prefix came from a stored entry
+  double ane_self_check_rel_error = -1;   // --backend ane start-up self-check, device vs simulator
+                                          // (also when it declined the ANE); -1: not run
 };
 
 // Progress during load: (stage, done, total).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <span>
 
 #include "ane_bridge/mil_blocks.h"
@@ -15,6 +16,7 @@
 #include "engine/ane/ane_attention.h"
 #include "engine/ane/ane_calibrate.h"
 #include "engine/ane/ane_programs.h"
+#include "engine/ane/ane_selfcheck.h"
 #include "engine/error.h"
 #include "engine/kernels/quantize.h"
 #include "engine/thread_pool.h"
@@ -90,6 +92,9 @@ class AneLayer final : public LayerExecutor {
     attn_.push_back(std::move(a));
     ffn_.push_back(std::move(b));
   }
+  ane::Program* program(std::size_t bucket, bool ffn) const {
+    return (ffn ? ffn_ : attn_)[bucket].get();
+  }
 
   void run_layer(const LayerBatch& b) override {
     if (b.layer != layer_)  // the programs bake this layer's weights
@@ -146,6 +151,7 @@ class AneHead final : public HeadExecutor {
         scratch_(static_cast<std::size_t>(ane::kDecodeSeqLen * max_rows())) {}
 
   void add(std::unique_ptr<ane::Program> p) { programs_.push_back(std::move(p)); }
+  ane::Program* program(std::size_t chunk) const { return programs_[chunk].get(); }
 
   void logits(const float* x, int n, float* out) override {
     const std::int64_t d = cfg_.d_model, vocab = cfg_.vocab_size;
@@ -216,9 +222,13 @@ class AneBackendImpl final : public AneBackend {
     for (; ane_layers < p.ane_layers; ++ane_layers)
       if (!compile_layer(ane_layers, p.buckets, progress)) break;
     if (!p.chunks.empty()) compile_head(p.chunks, progress);
+    fill_stats(p, ane_layers, sim);
+    if (o.self_check == AneBackendOptions::SelfCheck::kAlways ||
+        (!sim && o.self_check == AneBackendOptions::SelfCheck::kDevice))
+      self_check(p);
+    if (!stats_.declined.empty()) return;  // the engine drops this backend: install nothing
     for (int l = 0; l < ane_layers; ++l) tf_.set_layer_executor(l, layers_[l].get());
     if (head_) tf_.set_head_executor(head_.get());
-    fill_stats(p, ane_layers, sim);
     spdlog::info(
         "ANE backend ({}): {} programs ({} compiled, {} from cache, budget {}), {} per "
         "decode token, S buckets {}, {} weights, norm prescale {}..{}, build {:.0f} ms, "
@@ -299,6 +309,50 @@ class AneBackendImpl final : public AneBackend {
       head->add(std::move(p));
     }
     head_ = std::move(head);
+  }
+
+  // UNTESTED on the device (no Mac in CI; the tests run it with kAlways on the simulator). Costs
+  // one 8-token CPU forward, one dispatch per case on the device (4 at most) and as many CPU
+  // simulator compiles; no device compile.
+  void self_check(const Placement& p) {
+    const auto t0 = Clock::now();
+    const AneRecorded r = record_ane_activations(cfg_, w_);
+    AneLoadedPrograms loaded;
+    loaded.ane_layers = static_cast<int>(layers_.size());
+    loaded.layer = [this](int l, bool ffn) {  // bucket 0: S = 32, the decode bucket
+      return layers_[static_cast<std::size_t>(l)]->program(0, ffn);
+    };
+    loaded.head = [this](int c) { return head_->program(static_cast<std::size_t>(c)); };
+    if (head_) loaded.chunks = p.chunks;
+    const std::vector<AneSelfCheckCase> cases =
+        ane_self_check_cases(cfg_, w_, opts_, ps_, r, loaded);
+    ane::RuntimeOptions ro;
+    ro.backend = ane::Backend::kSimulator;
+    ro.sim.compile_budget = INT_MAX;  // a CPU simulator: its compiles cost the device nothing
+    const std::unique_ptr<ane::Runtime> sim = ane::make_simulator(ro);
+    AneCaseEvaluator device = loaded_program_evaluator();
+    if (opts_.self_check_device_fault)
+      device = [d = std::move(device), this](const AneSelfCheckCase& c, int n) {
+        std::vector<float> y = d(c, n);
+        opts_.self_check_device_fault(c.block.source.name, y);
+        return y;
+      };
+    AneSelfCheckResult res;
+    try {
+      res = run_ane_self_check(cases, r.n, device, compiled_program_evaluator(*sim));
+    } catch (const Error& e) {  // a device that cannot even run them: serve on the CPU as well
+      stats_.declined = std::string("the self-check could not run: ") + e.what();
+      return;
+    }
+    stats_.self_check_rel_error = res.max_rel_error;
+    stats_.self_check_programs = res.programs;
+    if (!res.passed())
+      stats_.declined = "device disagrees with the simulator on " + res.worst_program +
+                        ": rel error " + fmt::format("{:.3g}", res.max_rel_error);
+    spdlog::info("ANE self-check: {} programs, device vs simulator rel error {:.3g} ({}), limit "
+                 "{:g}, {:.0f} ms",
+                 res.programs, res.max_rel_error, res.worst_program, kAneSelfCheckMaxRelError,
+                 ms_since(t0));
   }
 
   void fill_stats(const Placement& p, int ane_layers, bool sim) {

@@ -46,6 +46,14 @@ struct AneBackendOptions {
                                              // lose precision to fp16 subnormals); 0: calibrated
                                              // per program at start-up (ane_calibrate.h)
   std::function<void(int64_t done, int64_t total)> progress;  // programs compiled so far; optional
+  // Start-up self-check of the loaded programs against the simulator (ane_selfcheck.h). kDevice:
+  // only when the runtime is the real ANE (UNTESTED: no Mac in CI), so the simulator pays
+  // nothing; kAlways: on the simulator too (tests); kOff: never.
+  enum class SelfCheck { kDevice, kAlways, kOff };
+  SelfCheck self_check = SelfCheck::kDevice;
+  // Tests: alters the self-check's device outputs (program name, [tokens][channels]) to stand for
+  // an ANE that computes something else; empty: none.
+  std::function<void(const std::string& program, std::vector<float>& y)> self_check_device_fault;
 };
 
 // What the backend placed where and what starting it cost.
@@ -66,6 +74,10 @@ struct AneBackendStats {
   double compile_ms = 0;              // Runtime::compile calls (compile or cache load)
   int64_t weight_bytes = 0;           // weight blob bytes of all loaded programs
   double prescale_min = 0, prescale_max = 0;  // RMSNorm prescales chosen over all programs
+  double self_check_rel_error = -1;  // device vs simulator, worst program; -1: not run
+  int self_check_programs = 0;       // programs the self-check ran (one dispatch each)
+  std::string declined;  // non-empty: the self-check failed, why ("device disagrees ...");
+                         // the engine must then drop the backend and serve on the CPU
 };
 
 // Owns the runtime, the programs and the executors it installed on the Transformer; destroying it

@@ -1,0 +1,69 @@
+// The start-up self-check (ane_selfcheck.h): cases from the loaded programs, compared through two
+// evaluators.
+#include "engine/ane/ane_selfcheck.h"
+
+#include "engine/ane/ane_programs.h"
+
+namespace anelm::engine {
+
+using namespace ane_programs;
+
+AneSelfCheckResult run_ane_self_check(const std::vector<AneSelfCheckCase>& cases, int n,
+                                      const AneCaseEvaluator& device,
+                                      const AneCaseEvaluator& reference) {
+  AneSelfCheckResult r;
+  for (const AneSelfCheckCase& c : cases) {
+    const std::int64_t width = c.block.outputs[0].type.shape[1];
+    const double e = ane_rel_error(device(c, n), reference(c, n), n, width);
+    if (r.worst_program.empty() || e > r.max_rel_error) {
+      r.max_rel_error = e;
+      r.worst_program = c.block.source.name;
+    }
+    ++r.programs;
+  }
+  return r;
+}
+
+AneCaseEvaluator loaded_program_evaluator() {
+  return [](const AneSelfCheckCase& c, int n) {
+    return evaluate_ane_program(*c.loaded, c.block, c.inputs, n);
+  };
+}
+
+AneCaseEvaluator compiled_program_evaluator(ane::Runtime& sim) {
+  return [&sim](const AneSelfCheckCase& c, int n) {
+    return compile_and_run_ane_program(sim, c.block, c.inputs, n);
+  };
+}
+
+std::vector<AneSelfCheckCase> ane_self_check_cases(const ModelConfig& cfg, const ModelWeights& w,
+                                                   const AneBackendOptions& o,
+                                                   const AnePrescales& ps, const AneRecorded& r,
+                                                   const AneLoadedPrograms& loaded) {
+  std::vector<AneSelfCheckCase> cases;
+  const std::int64_t d = cfg.d_model, qd = cfg.q_dim();
+  auto add_layer = [&](int l, bool ffn) {
+    ane::Program* p = loaded.layer(l, ffn);
+    if (!p) return;
+    const auto li = static_cast<std::size_t>(l);
+    const LayerF32 lw(w.layers[li]);  // dequantised per case: a handful of layers at most
+    AneInputs in = ffn ? AneInputs{{r.att[li].data(), qd}, {r.x_in[li].data(), d}}
+                       : AneInputs{{r.x_in[li].data(), d}};
+    cases.push_back({build_layer_block(cfg, lw, l, ffn, ane::kDecodeSeqLen, o.int8_weights, ps,
+                                       ffn && o.fp32_residual),
+                     p, std::move(in)});
+  };
+  if (loaded.ane_layers > 0) {
+    add_layer(0, false);
+    add_layer(0, true);
+    if (loaded.ane_layers > 1) add_layer(loaded.ane_layers - 1, true);
+  }
+  if (!loaded.chunks.empty() && loaded.head(0)) {
+    const std::vector<float> norm = to_f32(w.out_norm);
+    cases.push_back({build_head_block(cfg, w, norm, loaded.chunks[0], 0, o.int8_weights, ps.head),
+                     loaded.head(0), AneInputs{{r.x_final.data(), d}}});
+  }
+  return cases;
+}
+
+}  // namespace anelm::engine
