@@ -4,12 +4,31 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #include "engine/kernels/kernels.h"
 
 namespace anelm::engine::kernels {
 
 namespace {
 constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx, Isa::kNeon};
+
+#if defined(__aarch64__)
+// The NEON table is compiled for ARMv8.2-A + dotprod (its integer kernels are vdotq_s32 throughout);
+// an older core (Cortex-A53/A72, Raspberry Pi 4) runs the portable table instead.
+bool arm_has_dotprod() {
+#if defined(__APPLE__)
+  return true;  // every Apple Silicon core (M1 and later) has FEAT_DotProd
+#elif defined(__linux__) && defined(HWCAP_ASIMDDP)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return false;
+#endif
+}
+#endif
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -39,7 +58,7 @@ bool isa_supported(Isa isa) {
 #endif
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON)
-    case Isa::kNeon: return true;
+    case Isa::kNeon: return arm_has_dotprod();
 #endif
     default: return false;
   }

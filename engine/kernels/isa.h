@@ -10,7 +10,7 @@ enum class Isa {
   kAvx2,    // x86: AVX2 + FMA + F16C
   kAvx512,  // x86: AVX-512 F/BW/VL/DQ + VNNI (+F16C)
   kAmx,     // x86: kAvx512 plus AMX-INT8 tiles for prefill matmuls (Sapphire Rapids and later)
-  kNeon,    // Arm64 NEON (compiled on Arm only; untested here)
+  kNeon,    // Arm64: NEON + ARMv8.2 dotprod (Apple Silicon; tested under qemu-aarch64)
 };
 
 const char* isa_name(Isa isa);
