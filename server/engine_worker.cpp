@@ -101,8 +101,7 @@ void EngineWorker::start_job(Job& job) {
     done.result.finish = engine::FinishReason::kCancelled;
     done.result.prompt_tokens = static_cast<int>(job.request.prompt.size());
     if (metrics_) metrics_->generations_cancelled++;
-    ch.push(std::move(done));
-    release(job.channel);
+    release(job.channel, std::move(done));
     return;
   }
   job.request.cancel = ch.cancel_flag();
@@ -132,12 +131,12 @@ void EngineWorker::start_job(Job& job) {
   }
 }
 
-// Pushes the job's last event (its result, or the error that failed it) and frees its slot.
+// Frees the job's slot and pushes its last event: its result, or the error that failed it.
 void EngineWorker::finish_job(const Job& job, const engine::GenerateResult& result, const Error* error) {
   EventChannel& ch = *job.channel;
   if (error) {
     spdlog::warn("generation failed: {} ({})", error->what(), error_kind_name(error->kind()));
-    ch.push(GenerationEvent{GenerationEvent::Kind::kError, {}, {}, error->kind(), error->what()});
+    release(job.channel, GenerationEvent{GenerationEvent::Kind::kError, {}, {}, error->kind(), error->what()});
   } else {
     GenerationEvent done;
     done.kind = GenerationEvent::Kind::kDone;
@@ -157,18 +156,22 @@ void EngineWorker::finish_job(const Job& job, const engine::GenerateResult& resu
       if (!r.ids.empty())
         metrics_->time_per_output_token.observe(r.decode_ms / 1000.0 / static_cast<double>(r.ids.size()));
     }
-    ch.push(std::move(done));
+    release(job.channel, std::move(done));
   }
-  release(job.channel);
 }
 
-void EngineWorker::release(const std::shared_ptr<EventChannel>& channel) {
+// The bookkeeping comes first, so a client that reads /health right after its answer sees the job
+// gone and the prompt cache as this job left it.
+void EngineWorker::release(const std::shared_ptr<EventChannel>& channel, GenerationEvent last) {
   const PromptCacheSnapshot pc = snapshot(engine_.stats());  // on this thread: the engine is ours
-  std::lock_guard<std::mutex> lock(mu_);
-  prompt_cache_ = pc;
-  const auto it = std::find(running_.begin(), running_.end(), channel);
-  if (it != running_.end()) running_.erase(it);
-  if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    prompt_cache_ = pc;
+    const auto it = std::find(running_.begin(), running_.end(), channel);
+    if (it != running_.end()) running_.erase(it);
+    if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
+  }
+  channel->push(std::move(last));
 }
 
 }  // namespace anelm::server

@@ -55,7 +55,8 @@ class EngineWorker {
   void run();
   void start_job(Job& job);
   void finish_job(const Job& job, const engine::GenerateResult& result, const Error* error);
-  void release(const std::shared_ptr<EventChannel>& channel);  // the job's slot is free again
+  // The job's slot is free again; then its last event goes out.
+  void release(const std::shared_ptr<EventChannel>& channel, GenerationEvent last);
 
   engine::Engine& engine_;
   const size_t parallel_;
