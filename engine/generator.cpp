@@ -69,6 +69,7 @@ Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int
     invalid("parallel sequences must be in [1, " + std::to_string(max_batch) + "] (the batch size), got " +
             std::to_string(n_seqs));
   }
+  check_kv_fits(cfg_, ctx, kv_type, n_seqs);  // all slots, before the first is allocated
   for (int i = 0; i < n_seqs; ++i) seqs_.push_back(std::make_unique<Sequence>(cfg_, ctx, kv_type));
   const auto slots = static_cast<size_t>(n_seqs);
   tokens_.reserve(static_cast<size_t>(max_batch));

@@ -9,6 +9,32 @@
 
 namespace anelm::engine {
 
+int64_t check_kv_fits(const ModelConfig& cfg, int ctx, DType dtype, int n) {
+  const int64_t row_bytes = static_cast<int64_t>(cfg.head_dim) * (dtype == DType::kF16 ? 2 : 4);
+  // K and V: 2 x n x n_layers x n_kv_heads x ctx x row_bytes, with every product checked.
+  int64_t one = 0, all = 0;
+  const bool overflow = cfg.n_layers < 0 || cfg.n_kv_heads < 0 || row_bytes < 0 || n < 1 ||
+                        __builtin_mul_overflow(static_cast<int64_t>(cfg.n_layers), cfg.n_kv_heads, &one) ||
+                        __builtin_mul_overflow(one, static_cast<int64_t>(ctx), &one) ||
+                        __builtin_mul_overflow(one, row_bytes, &one) || __builtin_mul_overflow(one, 2, &one) ||
+                        __builtin_mul_overflow(one, static_cast<int64_t>(n), &all);
+  const std::string what = "not enough memory for the KV cache: ";
+  const std::string for_ctx = std::string(" for ") + (n > 1 ? "--parallel " + std::to_string(n) + " x " : "") +
+                              "--ctx " + std::to_string(ctx) + " (" + std::to_string(cfg.n_layers) + " layers x " +
+                              std::to_string(cfg.n_kv_heads) + " kv heads x head_dim " + std::to_string(cfg.head_dim) +
+                              " x " + dtype_name(dtype) + ", K and V)";
+  if (overflow) throw Error(ErrorKind::kResourceExhausted, what + "more than 2^63 bytes" + for_ctx);
+  // The cache is zeroed, so all of it becomes resident: more than the machine's RAM cannot work,
+  // and on Linux's default overcommit such an allocation may succeed and be killed later instead.
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const int64_t ram = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+  if (ram > 0 && all > ram) {
+    throw Error(ErrorKind::kResourceExhausted, what + std::to_string(all) + " bytes" + for_ctx +
+                                                   "; this machine has " + std::to_string(ram) + " bytes of RAM");
+  }
+  return one;
+}
+
 KvCache::KvCache(const ModelConfig& cfg, int ctx, DType dtype)
     : ctx_(ctx), n_kv_heads_(cfg.n_kv_heads), dtype_(dtype) {
   if (dtype != DType::kF32 && dtype != DType::kF16) {
@@ -16,32 +42,15 @@ KvCache::KvCache(const ModelConfig& cfg, int ctx, DType dtype)
   }
   if (ctx <= 0) throw Error(ErrorKind::kInvalidArgument, "KV cache ctx must be > 0, got " + std::to_string(ctx));
   row_bytes_ = static_cast<int64_t>(cfg.head_dim) * (dtype == DType::kF16 ? 2 : 4);
-  // K and V: 2 x n_layers x n_kv_heads x ctx x row_bytes, with every product checked.
-  int64_t total = 0, both = 0;
-  const bool overflow = cfg.n_layers < 0 || n_kv_heads_ < 0 || row_bytes_ < 0 ||
-                        __builtin_mul_overflow(static_cast<int64_t>(cfg.n_layers), n_kv_heads_, &total) ||
-                        __builtin_mul_overflow(total, static_cast<int64_t>(ctx_), &total) ||
-                        __builtin_mul_overflow(total, row_bytes_, &total) || __builtin_mul_overflow(total, 2, &both);
-  const std::string what = "not enough memory for the KV cache: ";
-  const std::string for_ctx = " for --ctx " + std::to_string(ctx) + " (" + std::to_string(cfg.n_layers) +
-                              " layers x " + std::to_string(n_kv_heads_) + " kv heads x head_dim " +
-                              std::to_string(cfg.head_dim) + " x " + dtype_name(dtype) + ", K and V)";
-  if (overflow) throw Error(ErrorKind::kResourceExhausted, what + "more than 2^63 bytes" + for_ctx);
-  // The cache is zeroed, so all of it becomes resident: more than the machine's RAM cannot work,
-  // and on Linux's default overcommit such an allocation may succeed and be killed later instead.
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const int64_t ram = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
-  if (ram > 0 && both > ram) {
-    throw Error(ErrorKind::kResourceExhausted, what + std::to_string(both) + " bytes" + for_ctx +
-                                                   "; this machine has " + std::to_string(ram) + " bytes of RAM");
-  }
+  const int64_t both = check_kv_fits(cfg, ctx, dtype, 1);
   try {
-    k_.assign(static_cast<size_t>(total), 0);
-    v_.assign(static_cast<size_t>(total), 0);
+    k_.assign(static_cast<size_t>(both / 2), 0);
+    v_.assign(static_cast<size_t>(both / 2), 0);
   } catch (const std::bad_alloc&) {
     k_ = {};
     v_ = {};
-    throw Error(ErrorKind::kResourceExhausted, what + std::to_string(both) + " bytes" + for_ctx);
+    throw Error(ErrorKind::kResourceExhausted, "not enough memory for the KV cache: " + std::to_string(both) +
+                                                   " bytes for --ctx " + std::to_string(ctx));
   }
 }
 

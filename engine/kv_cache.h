@@ -9,6 +9,11 @@
 
 namespace anelm::engine {
 
+// Bytes of one cache of ctx positions (K and V). Throws Error(kResourceExhausted) naming the sizes
+// (--parallel, --ctx, layers, heads) when `n` such caches overflow or exceed the machine's RAM: they
+// are zeroed at construction, so all of it becomes resident. Called before anything is allocated.
+int64_t check_kv_fits(const ModelConfig& cfg, int ctx, DType dtype, int n);
+
 // Layout (one buffer each for K and V): [n_layers][n_kv_heads][ctx][head_dim] elements of dtype().
 // A query head attends over one contiguous [n_pos][head_dim] block, which is what
 // KernelTable::attend_head and attend_causal read. Positions [0, n) are valid once a forward pass wrote them; the

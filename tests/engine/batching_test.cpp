@@ -281,6 +281,18 @@ TEST(Batching, ParallelMustFitTheBatch) {
   o.ctx = 64;
   o.parallel = 0;
   EXPECT_THROW(Engine::load(o), Error);
+  // Every slot's KV is allocated at start: slots that together exceed the machine's RAM are refused
+  // before the first is allocated, naming --parallel and --ctx (each slot alone would fit).
+  o.ctx = 1 << 24;  // 10.7 GB of KV per slot for stories260K; 256 slots: 2.7 TB
+  o.parallel = 256;
+  try {
+    Engine::load(o);
+    ADD_FAILURE() << "256 slots of 2^24 positions loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
+    EXPECT_NE(std::string(e.what()).find("for --parallel 256 x --ctx 16777216"), std::string::npos) << e.what();
+  }
+  o.ctx = 64;
   o.parallel = 9;
   o.max_batch = 8;
   try {
