@@ -511,17 +511,12 @@ void gemm_pairs(const void* w, int64_t cols, const QBlock8* x, int n, float* __r
 constexpr int kQTile = 8;
 constexpr int kQTokenBlock = 16;
 
+#include "engine/kernels/matmul_tiles-inl.h"
+
 template <class K>
-void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, int n,
-                 float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
-  const typename K::X* x;
-  if constexpr (std::is_same_v<typename K::X, float>) {
-    x = xf;
-    (void)xq;
-  } else {
-    x = static_cast<const typename K::X*>(xq);
-    (void)xf;
-  }
+void matmul_avx512(const void* w, int64_t cols, const float* xf, const void* xq, int n,
+                   float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
+  const typename K::X* x = activations_of<K>(xf, xq);
   if (n == 1) {
     gemv_impl<K>(w, cols, x, y, r0, r1);
     return;
@@ -536,33 +531,7 @@ void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, i
         return;
       }
     }
-    const int64_t xs = K::x_stride(cols);
-    const int64_t rb = dtype_row_bytes(K::kType, cols);
-    float out[kQTile];
-    for (int i0 = 0; i0 < n; i0 += kQTokenBlock) {
-      const int i1 = n < i0 + kQTokenBlock ? n : i0 + kQTokenBlock;
-      for (int64_t r = r0; r < r1; ++r) {
-        const void* row = static_cast<const uint8_t*>(w) + r * rb;
-        int i = i0;
-        for (; i + kQTile <= i1; i += kQTile) {
-          K::template tile<kQTile>(row, cols, x + i * xs, out);
-          for (int t = 0; t < kQTile; ++t) y[(i + t) * ldy + r] = out[t];
-        }
-        const int left = i1 - i;
-        if (left >= 4) {
-          K::template tile<4>(row, cols, x + i * xs, out);
-          for (int t = 0; t < 4; ++t) y[(i + t) * ldy + r] = out[t];
-          i += 4;
-        }
-        switch (i1 - i) {
-          case 3: K::template tile<3>(row, cols, x + i * xs, out); break;
-          case 2: K::template tile<2>(row, cols, x + i * xs, out); break;
-          case 1: K::template tile<1>(row, cols, x + i * xs, out); break;
-          default: break;
-        }
-        for (int t = 0; t < i1 - i; ++t) y[(i + t) * ldy + r] = out[t];
-      }
-    }
+    tiled_rows<K, kQTile, kQTokenBlock>(w, cols, x, n, y, ldy, r0, r1);
   }
 }
 
@@ -758,7 +727,7 @@ struct AttnSimd {
 
 template <class K>
 struct MatmulOf {
-  static constexpr MatmulFn fn = matmul_impl<K>;
+  static constexpr MatmulFn fn = matmul_avx512<K>;
 };
 
 }  // namespace
@@ -768,15 +737,15 @@ const KernelTable& avx512_kernel_table() {
   using namespace avx512_impl;
   static const KernelTable table = [] {
     KernelTable t = g_table(Isa::kAvx512);
-    t.matmul[dtype_index(DType::kF32)] = matmul_impl<FloatKernel<WF32>>;
-    t.matmul[dtype_index(DType::kF16)] = matmul_impl<FloatKernel<WF16>>;
-    t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
-    t.matmul[dtype_index(DType::kQ8_0)] = matmul_impl<Q8_0Kernel>;
-    t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
+    t.matmul[dtype_index(DType::kF32)] = matmul_avx512<FloatKernel<WF32>>;
+    t.matmul[dtype_index(DType::kF16)] = matmul_avx512<FloatKernel<WF16>>;
+    t.matmul[dtype_index(DType::kBF16)] = matmul_avx512<FloatKernel<WBF16>>;
+    t.matmul[dtype_index(DType::kQ8_0)] = matmul_avx512<Q8_0Kernel>;
+    t.matmul[dtype_index(DType::kQ4_0)] = matmul_avx512<Q4_0Kernel>;
     fill_quant_simd<MatmulOf>(t);
-    t.matmul[dtype_index(DType::kQ5_0)] = matmul_impl<Q5_0Kernel512>;
-    t.matmul[dtype_index(DType::kQ4_K)] = matmul_impl<Q4_KKernel512>;
-    t.matmul[dtype_index(DType::kQ6_K)] = matmul_impl<Q6_KKernel512>;
+    t.matmul[dtype_index(DType::kQ5_0)] = matmul_avx512<Q5_0Kernel512>;
+    t.matmul[dtype_index(DType::kQ4_K)] = matmul_avx512<Q4_KKernel512>;
+    t.matmul[dtype_index(DType::kQ6_K)] = matmul_avx512<Q6_KKernel512>;
     t.quantize_q8 = quantize_q8;
     t.quantize_q8k = quantize_q8k;
     t.softmax = softmax;

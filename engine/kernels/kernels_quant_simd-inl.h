@@ -330,7 +330,7 @@ inline void q3_K_tile(const void* row, int64_t cols, const QBlockK* x, float* ou
   for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
 }
 
-// Kernel adapters for the per-ISA matmul_impl (tiles of T tokens; rows<R> for the AVX-512 GEMV).
+// Kernel adapters for the per-ISA matmul entry (tiles of T tokens; rows<R> for the AVX-512 GEMV).
 template <DType kT, class XBlock, void (*Tile1)(const void*, int64_t, const XBlock*, float*)>
 struct QuantKernelBase {
   using X = XBlock;

@@ -1,35 +1,43 @@
-// The token-tiling driver of a matmul entry, shared by the ISAs whose kernels provide per-row tiles
-// of 1-4 tokens (AVX2, NEON). Included inside an ISA's namespace; K supplies X (activation type),
-// kType, x_stride(cols) and tile<T>(row, cols, x, out) for T = 1..4.
-// No include guard: each ISA's translation unit includes it once, in its own namespace.
+// The token-tiling driver of the matmul entries, shared by every SIMD ISA whose kernels provide
+// per-row tiles of a few tokens. Included inside an ISA's namespace (once per translation unit).
 
-constexpr int kTokenBlock = 8;  // tokens whose activations stay in L1 while a row range streams past
-constexpr int kTile = 4;        // tokens sharing one load (and decode) of each weight row's blocks
-
-// Rows [r0, r1) for every token, kTile tokens per pass over a row, kTokenBlock tokens per row sweep
-// (decode is n = 1: one pass per row).
+// K's activations: the float rows, or the quantised blocks its tiles read.
 template <class K>
-void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, int n,
-                 float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
-  const typename K::X* x;
+const typename K::X* activations_of(const float* xf, const void* xq) {
   if constexpr (std::is_same_v<typename K::X, float>) {
-    x = xf;
     (void)xq;
+    return xf;
   } else {
-    x = static_cast<const typename K::X*>(xq);
     (void)xf;
+    return static_cast<const typename K::X*>(xq);
   }
+}
+
+// Rows [r0, r1) for every token: token blocks of B (their activations stay in L1 while the rows
+// stream past), tiles of T tokens per pass over a row (one load and decode of each weight block serves
+// T tokens), the tail in tiles of 4 (when T > 4), 3, 2, 1. K supplies kType, x_stride(cols) and
+// tile<t>(row, cols, x, out) for those t.
+template <class K, int T, int B>
+void tiled_rows(const void* w, int64_t cols, const typename K::X* x, int n, float* __restrict y, int64_t ldy,
+                int64_t r0, int64_t r1) {
   const int64_t xs = K::x_stride(cols);
   const int64_t rb = dtype_row_bytes(K::kType, cols);
-  float out[kTile];
-  for (int i0 = 0; i0 < n; i0 += kTokenBlock) {
-    const int i1 = n < i0 + kTokenBlock ? n : i0 + kTokenBlock;
+  float out[T];
+  for (int i0 = 0; i0 < n; i0 += B) {
+    const int i1 = n < i0 + B ? n : i0 + B;
     for (int64_t r = r0; r < r1; ++r) {
       const void* row = static_cast<const uint8_t*>(w) + r * rb;
       int i = i0;
-      for (; i + kTile <= i1; i += kTile) {
-        K::template tile<kTile>(row, cols, x + i * xs, out);
-        for (int t = 0; t < kTile; ++t) y[(i + t) * ldy + r] = out[t];
+      for (; i + T <= i1; i += T) {
+        K::template tile<T>(row, cols, x + i * xs, out);
+        for (int t = 0; t < T; ++t) y[(i + t) * ldy + r] = out[t];
+      }
+      if constexpr (T > 4) {
+        if (i1 - i >= 4) {
+          K::template tile<4>(row, cols, x + i * xs, out);
+          for (int t = 0; t < 4; ++t) y[(i + t) * ldy + r] = out[t];
+          i += 4;
+        }
       }
       switch (i1 - i) {
         case 3: K::template tile<3>(row, cols, x + i * xs, out); break;
@@ -40,4 +48,11 @@ void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, i
       for (int t = 0; t < i1 - i; ++t) y[(i + t) * ldy + r] = out[t];
     }
   }
+}
+
+// 4-token tiles over blocks of 8 tokens: the whole matmul entry of AVX2 and NEON.
+template <class K>
+void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, int n, float* __restrict y,
+                 int64_t ldy, int64_t r0, int64_t r1) {
+  tiled_rows<K, 4, 8>(w, cols, activations_of<K>(xf, xq), n, y, ldy, r0, r1);
 }
