@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/rope.h"
 
 namespace anelm::engine {
 
@@ -26,6 +27,18 @@ Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n
   attn_scratch_floats = kernels::attention_scratch_floats(cfg.head_dim);
   attn_scratch.assign(static_cast<size_t>(std::max(n_threads, 1) * attn_scratch_floats), 0.0f);
   logits.assign(static_cast<size_t>(cfg.vocab_size), 0.0f);
+  rope_freq_ = kernels::rope_frequencies(cfg.rope_dim, cfg.rope_theta, cfg.rope_factors());
+  rope_cs_.assign(B * static_cast<size_t>(cfg.rope_dim), 0.0f);
+  rope_pos_.assign(B, -1);
+}
+
+const float* Activations::rope_cs(int t, int pos) {
+  float* cs = rope_cs_.data() + static_cast<size_t>(t) * 2 * rope_freq_.size();
+  if (rope_pos_[static_cast<size_t>(t)] != pos) {
+    kernels::rope_cos_sin(pos, rope_freq_, cs);
+    rope_pos_[static_cast<size_t>(t)] = pos;
+  }
+  return cs;
 }
 
 }  // namespace anelm::engine

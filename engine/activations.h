@@ -29,6 +29,16 @@ struct Activations {
   int64_t attn_scratch_floats = 0;   // per thread: kernels::attention_scratch_floats(head_dim)
   std::vector<float> attn_scratch;   // [threads][attn_scratch_floats] attend_causal working set
   std::vector<float> logits;         // [vocab] logits of the last token
+
+  // Row t's RoPE cosines and sines at position pos (see kernels::rope_cos_sin), computed on the
+  // row's first layer and reused by the others while its position stays. Distinct rows may be
+  // asked for from different threads.
+  const float* rope_cs(int t, int pos);
+
+ private:
+  std::vector<double> rope_freq_;  // [rope_dim / 2]
+  std::vector<float> rope_cs_;     // [B][rope_dim]
+  std::vector<int> rope_pos_;      // [B] the position rope_cs_ holds for the row, -1: none
 };
 
 }  // namespace anelm::engine

@@ -141,8 +141,9 @@ void CpuExecutor::attention(const LayerBatch& b) {
       float* q = a.q.data() + static_cast<int64_t>(t) * q_dim;
       float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
       const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
-      k_.rope(q, n_heads, hd, cfg_.rope_dim, pos, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
-      k_.rope(kr, n_kv, hd, cfg_.rope_dim, pos, cfg_.rope_theta, cfg_.rope_layout, cfg_.rope_factors());
+      const float* cs = a.rope_cs(t, pos);
+      k_.rope(q, n_heads, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
+      k_.rope(kr, n_kv, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
       const int64_t at = static_cast<int64_t>(pos) * kv.row_bytes();
       for (int h = 0; h < n_kv; ++h) {
         k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);

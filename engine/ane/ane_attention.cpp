@@ -26,8 +26,9 @@ void rope_and_store(const ModelConfig& cfg, const kernels::KernelTable& k, const
   float* q = a.q.data() + static_cast<int64_t>(t) * q_dim;
   float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
   const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
-  k.rope(q, cfg.n_heads, hd, cfg.rope_dim, pos, cfg.rope_theta, cfg.rope_layout, cfg.rope_factors());
-  k.rope(kr, cfg.n_kv_heads, hd, cfg.rope_dim, pos, cfg.rope_theta, cfg.rope_layout, cfg.rope_factors());
+  const float* cs = a.rope_cs(t, pos);
+  k.rope(q, cfg.n_heads, hd, cfg.rope_dim, cfg.rope_layout, cs);
+  k.rope(kr, cfg.n_kv_heads, hd, cfg.rope_dim, cfg.rope_layout, cs);
   const int64_t at = static_cast<int64_t>(pos) * kv.row_bytes();
   for (int h = 0; h < cfg.n_kv_heads; ++h) {
     k.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);

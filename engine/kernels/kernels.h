@@ -63,9 +63,9 @@ struct KernelTable {
   void (*dequantize_row)(const void* w, DType t, int64_t row, int64_t cols,
                          float* __restrict out) = nullptr;
   void (*rmsnorm)(const float* x, const float* w, float eps, int n, float* out) = nullptr;
-  // freq_factors: null, or rope_dim/2 divisors of each pair's frequency (see ref::rope).
-  void (*rope)(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta,
-               RopeLayout layout, const float* freq_factors) = nullptr;
+  // Rotates the first rope_dim dims of each head by one position's angles: cs holds rope_dim/2
+  // cosines then rope_dim/2 sines (rope_cos_sin in rope.h); pairs per RopeLayout, as ref::rope.
+  void (*rope)(float* x, int n_heads, int head_dim, int rope_dim, RopeLayout layout, const float* cs) = nullptr;
   void (*softmax)(float* x, int n) = nullptr;
   // max(x) + log(sum(exp(x - max(x)))) over x[0..n): the log-softmax normaliser of a logit row.
   float (*log_sum_exp)(const float* x, int n) = nullptr;

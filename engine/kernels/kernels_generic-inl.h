@@ -23,16 +23,11 @@ void g_rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
-// Angles in double (as the reference): rope is O(heads * head_dim) per token, never hot.
-void g_rope(float* x, int n_heads, int head_dim, int rope_dim, int pos, float theta, RopeLayout layout,
-            const float* freq_factors) {
+void g_rope(float* x, int n_heads, int head_dim, int rope_dim, RopeLayout layout, const float* cs) {
   const int half = rope_dim / 2;
   const bool neox = layout == RopeLayout::kHalf;
   for (int i = 0; i < half; ++i) {
-    double angle = pos * std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
-    if (freq_factors) angle /= freq_factors[i];
-    const float c = static_cast<float>(std::cos(angle));
-    const float s = static_cast<float>(std::sin(angle));
+    const float c = cs[i], s = cs[half + i];
     const int i0 = neox ? i : 2 * i;
     const int i1 = neox ? i + half : 2 * i + 1;
     for (int h = 0; h < n_heads; ++h) {

@@ -12,6 +12,7 @@
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/quantize.h"
 #include "engine/kernels/reference.h"
+#include "engine/kernels/rope.h"
 
 namespace anelm::engine::kernels {
 namespace {
@@ -243,15 +244,18 @@ TEST_P(KernelsTest, RopeMatchesReferenceBothLayouts) {
           const int heads = 3;
           const auto x = random_floats(heads * head_dim, 31 + pos + head_dim);
           auto e = x, a = x;
+          std::vector<float> cs(static_cast<size_t>(rope_dim));
           ref::rope(e.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout);
-          k().rope(a.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout, nullptr);
+          rope_cos_sin(pos, rope_frequencies(rope_dim, 10000.0f, nullptr), cs.data());
+          k().rope(a.data(), heads, head_dim, rope_dim, layout, cs.data());
           expect_close(tag("rope hd=" + std::to_string(head_dim) + " pos=" + std::to_string(pos)), e.data(),
                        a.data(), heads * head_dim, 1e-6f, 1e-6f);
           std::vector<float> factors(static_cast<size_t>(rope_dim / 2));
           for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 3.0f * static_cast<float>(i % 3);
           auto es = x, as = x;
           ref::rope(es.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout, factors.data());
-          k().rope(as.data(), heads, head_dim, rope_dim, pos, 10000.0f, layout, factors.data());
+          rope_cos_sin(pos, rope_frequencies(rope_dim, 10000.0f, factors.data()), cs.data());
+          k().rope(as.data(), heads, head_dim, rope_dim, layout, cs.data());
           expect_close(tag("scaled rope"), es.data(), as.data(), heads * head_dim, 1e-6f, 1e-6f);
           if (pos == 0) expect_close(tag("rope pos 0 is identity"), x.data(), a.data(), heads * head_dim, 0.0f);
         }

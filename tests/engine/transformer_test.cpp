@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/generator.h"
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/rope.h"
 #include "engine/model_loader.h"
 #include "engine/transformer.h"
 #include "tests/engine/naive_forward_util.h"
@@ -150,6 +151,22 @@ TEST(Transformer, CancelStopsBetweenLayersAndChunks) {
   EXPECT_EQ(0, tf.forward(ids, 0, kv, acts, nullptr, &cancel));
   cancel = false;
   EXPECT_EQ(10, tf.forward(ids, 0, kv, acts, nullptr, &cancel));
+}
+
+// A row's RoPE angles are kept across layers but follow its position: a decode row reused at the
+// next position, or a row of another sequence, gets that position's cosines and sines.
+TEST(Activations, RopeAnglesFollowTheRowsPosition) {
+  auto m = testing::make_synthetic_model(DType::kF32, 7);
+  Activations acts(m->cfg, 4, 16, 1);
+  const auto freq = kernels::rope_frequencies(m->cfg.rope_dim, m->cfg.rope_theta, m->cfg.rope_factors());
+  std::vector<float> expect(static_cast<size_t>(m->cfg.rope_dim));
+  for (int pos : {3, 3, 4, 0, 9}) {
+    for (int t : {0, 2}) {
+      kernels::rope_cos_sin(pos + t, freq, expect.data());
+      const float* got = acts.rope_cs(t, pos + t);
+      for (size_t i = 0; i < expect.size(); ++i) ASSERT_EQ(expect[i], got[i]) << "pos " << pos + t << " i " << i;
+    }
+  }
 }
 
 // ---- golden greedy ids on every ISA (forced kernel tables, both KV types) ---------------------------
