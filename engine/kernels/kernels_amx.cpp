@@ -40,6 +40,11 @@ constexpr int kT = 16;          // rows per panel = tokens per chunk = tile rows
 // gains at 4 (151936x896: 26 vs 20 ms) and a whole batched decode step of 4 sequences of Qwen2.5-0.5B
 // Q8_0 took 44 ms with tiles from 4 against 52 ms from 8 (bench_batching, 2 threads).
 constexpr int kMinTokens = 4;
+// Super-block types unpack each panel into high and low parts, which at a few tokens costs more
+// than the products (bench_kernels, 1 thread: Q4_K 896x4864 n = 4 AVX-512 0.51 ms vs AMX 0.63, n = 8
+// 0.88 vs 0.72), so they start later: a batched step of 4 sequences of Qwen3-0.6B Q4_K_M took 62 ms
+// instead of 77 (bench_batching, 2 threads), 8 sequences the same either way.
+constexpr int kMinTokensSuper = 6;
 
 // Tile registers (GCC's intrinsics paste the number, so literals below): tmm0/tmm1 accumulate two
 // groups (super-block mode: one super-block's high and low parts; tmm6/tmm7 the next one's),
@@ -455,6 +460,29 @@ void panel_times_chunk_super(const Scratch& s, const int8_t* act, const float* x
   store_tokens(acc, y, ldy, nr, nt);
 }
 
+// 64 quants q (int8, in place in hi) times their groups' integer scales isc (G = 16 or 32 values
+// per scale) as hi = (isc * q) >> 6 and lo = (isc * q) & 63. The products (|isc * q| <= 4096) are
+// formed in the 16-bit lanes of a zmm, even and odd bytes apart, so no lane is widened or narrowed
+// (vpmovwb was most of the unpack). Reads up to 4 scales from isc (the scratch is padded).
+template <int G>
+[[gnu::always_inline]] inline void split_hi_lo(int8_t* hi, int8_t* lo, const int16_t* isc) {
+  static_assert(G == 16 || G == 32);
+  // Lane i holds bytes 2i and 2i + 1: both in group 2i / G of the 64.
+  const __m512i idx = G == 16 ? _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                 0, 0, 0, 0, 0, 0, 0, 0)
+                              : _mm512_set_epi16(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i sc = _mm512_permutexvar_epi16(idx, _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(isc))));
+  const __m512i v = _mm512_loadu_si512(hi);
+  const __m512i even = _mm512_mullo_epi16(_mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8), sc);
+  const __m512i odd = _mm512_mullo_epi16(_mm512_srai_epi16(v, 8), sc);
+  const __m512i low_byte = _mm512_set1_epi16(0x00FF), six_bits = _mm512_set1_epi16(63);
+  _mm512_storeu_si512(hi, _mm512_or_si512(_mm512_and_si512(_mm512_srai_epi16(even, 6), low_byte),
+                                          _mm512_slli_epi16(_mm512_srai_epi16(odd, 6), 8)));
+  _mm512_storeu_si512(lo, _mm512_or_si512(_mm512_and_si512(even, six_bits),
+                                          _mm512_slli_epi16(_mm512_and_si512(odd, six_bits), 8)));
+}
+
 // Unpacks the panel's rows into high and low parts of isc * q, d per super-block (ws) and the
 // minimums (wm); missing rows of a partial panel are zero.
 template <class U>
@@ -471,18 +499,9 @@ void prepare_panel_super(const uint8_t* w, int64_t rb, int64_t cols, int64_t r0,
       for (int64_t g = 0; g < ng; ++g) s.wm[g * kT + r] = 0.0f;
       continue;
     }
-    // q lands in hi first, then each group is rewritten in place.
+    // q lands in hi first, then each 64 values are rewritten in place.
     U::row(w + (r0 + r) * rb, cols, UnpackOut{hi, nullptr, s.wm.data() + r, kT, s.isc.data(), s.ws.data() + r});
-    for (int64_t g = 0; g < ng; ++g) {
-      const __m256i sc = _mm256_set1_epi16(s.isc[g]);
-      for (int k = 0; k < G; k += 16) {
-        const __m256i q = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + g * G + k)));
-        const __m256i v = _mm256_mullo_epi16(q, sc);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + g * G + k), _mm256_cvtepi16_epi8(_mm256_srai_epi16(v, 6)));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + g * G + k),
-                         _mm256_cvtepi16_epi8(_mm256_and_si256(v, _mm256_set1_epi16(63))));
-      }
-    }
+    for (int64_t c = 0; c < cols; c += 64) split_hi_lo<G>(hi + c, lo + c, s.isc.data() + c / G);
   }
 }
 
@@ -495,7 +514,7 @@ MatmulFn avx512_fallback() {
 template <class U>
 void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n, float* __restrict y,
             int64_t ldy, int64_t r0, int64_t r1) {
-  if (n < kMinTokens || r0 >= r1) {
+  if (n < (U::kSuper ? kMinTokensSuper : kMinTokens) || r0 >= r1) {
     avx512_fallback<U>()(w, cols, xf, xq, n, y, ldy, r0, r1);
     return;
   }
@@ -508,7 +527,7 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
   grow(s.wm, static_cast<size_t>(kT * ng));
   if constexpr (kSuper) {
     grow(s.rows_lo, static_cast<size_t>(kT * cols));
-    grow(s.isc, static_cast<size_t>(ng));
+    grow(s.isc, static_cast<size_t>(ng + 4));  // split_hi_lo reads 4 scales at a time
   }
   A::pack(static_cast<const typename A::Block*>(xq), cols, n, s);
   const bool narrow = !kSuper && n <= kNarrow;
