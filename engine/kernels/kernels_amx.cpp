@@ -250,6 +250,20 @@ inline void transpose16(__m512* r) {
   }
 }
 
+// A share of the next panel's bytes, streamed into L2 a slice per step of a product: issued in one
+// burst, the prefetches stalled the core on full fill buffers until the DRAM reads were done (a third
+// of a 4-sequence decode step), instead of overlapping them with the tile products.
+struct Prefetch {
+  const char* p;
+  int64_t bytes;
+  // Slice i of n.
+  [[gnu::always_inline]] void step(int64_t i, int64_t n) const {
+    for (int64_t off = (bytes * i / n) & ~int64_t{63}, end = bytes * (i + 1) / n; off < end; off += 64) {
+      _mm_prefetch(p + off, _MM_HINT_T1);
+    }
+  }
+};
+
 // The panel (16 rows, nr of them real) times one chunk of 16 packed tokens (nt real): y[t][r].
 // Software-pipelined: the tile unit multiplies groups g + 2, g + 3 while the vector units scale and
 // add the stored dots of groups g, g + 1.
@@ -308,7 +322,7 @@ template <bool kMin>
 // panel_times_chunk for nt <= 8 tokens in narrow tiles (configured by the caller).
 template <class U>
 void panel_times_chunk_narrow(const PanelA& a, const float* ws, const float* wm, const int8_t* act, const float* xd,
-                              const float* xs, int64_t ng, float* y, int64_t ldy, int nr, int nt) {
+                              const float* xs, int64_t ng, float* y, int64_t ldy, int nr, int nt, Prefetch pf) {
   AccN acc;
 #pragma GCC unroll 8
   for (int i = 0; i < kT / 2; ++i) acc.v[i] = _mm512_setzero_ps();
@@ -318,6 +332,7 @@ void panel_times_chunk_narrow(const PanelA& a, const float* ws, const float* wm,
     _tile_stored(0, c[0], kNarrow * 4);
     if (g + 1 < ng) _tile_stored(1, c[1], kNarrow * 4);
     if (g + 2 < ng) issue<U::G>(a, act, g + 2, ng);
+    pf.step(g / 2, (ng + 1) / 2);
     acc = epilogue_narrow<U::kMin>(acc, c[0], ws + g * kT, wm + g * kT, xd + g * kT, xs + g * kT);
     if (g + 1 < ng) {
       acc = epilogue_narrow<U::kMin>(acc, c[1], ws + (g + 1) * kT, wm + (g + 1) * kT, xd + (g + 1) * kT,
@@ -564,9 +579,11 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
     const int64_t next_bytes = (std::min(next + kT, r1) - next) * rb;
     const int64_t share = (next_bytes / chunks + 63) / 64 * 64;
     for (int64_t c = 0; c < chunks; ++c) {
-      for (int64_t off = c * share; off < (c + 1) * share && off < next_bytes; off += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(wb + next * rb + off), _MM_HINT_T1);
-      }
+      const int64_t from = std::min(c * share, next_bytes);
+      const Prefetch pf{reinterpret_cast<const char*>(wb + next * rb + from), std::min(share, next_bytes - from)};
+      // Spread over the products where one chunk has to hide the whole next panel; in one go per
+      // chunk where 16-token chunks share it (measured 5% faster at 256 tokens than spread).
+      if (!narrow) pf.step(0, 1);
       const int t0 = static_cast<int>(c * kT), nt = n - t0 < kT ? n - t0 : kT;
       const int8_t* act = s.act.data() + c * kT * cols;
       const float* xd = s.xd.data() + c * nb * kT;
@@ -574,7 +591,7 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
       if constexpr (kSuper) {
         panel_times_chunk_super<U>(s, act, xd, xs, cols, y + t0 * ldy + p, ldy, nr, nt);
       } else if (narrow) {
-        panel_times_chunk_narrow<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt);
+        panel_times_chunk_narrow<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt, pf);
       } else {
         panel_times_chunk<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt);
       }
