@@ -303,11 +303,28 @@ inline __m512 dup8(const float* p) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(h), h, 1);
 }
 
+// Where the narrow products take a group's 16 row scales: the scratch (ws, as prepare_panel leaves
+// them), or, for Q8_0 read in place, the blocks themselves, gathered as the group is scaled: its
+// lines are in L1 then, the group's tile load just read them (gathered for the whole panel up
+// front, the scales were most of the remaining non-product time of a 4-sequence step).
+struct GroupScales {
+  const float* ws = nullptr;
+  const char* d0 = nullptr;  // in place: row 0's block 0 (its f16 scale first)
+  __m512i rows{};            // in place: the 16 rows' byte offsets
+  int64_t block_bytes = 0;
+  [[gnu::always_inline]] __m512 at(int64_t g) const {
+    if (!d0) return _mm512_loadu_ps(ws + g * kT);
+    // The dword at each scale ends inside its block.
+    const __m512i d = _mm512_i32gather_epi32(rows, d0 + g * block_bytes, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d));
+  }
+};
+
 // epilogue for narrow tiles: the dots are stored 8 tokens per row.
 template <bool kMin>
-[[gnu::always_inline]] inline AccN epilogue_narrow(AccN acc, const int32_t* dot, const float* ws, const float* wm,
+[[gnu::always_inline]] inline AccN epilogue_narrow(AccN acc, const int32_t* dot, __m512 w, const float* wm,
                                                    const float* xd_p, const float* xs_p) {
-  const __m512 xd = dup8(xd_p), w = _mm512_loadu_ps(ws);
+  const __m512 xd = dup8(xd_p);
   [[maybe_unused]] __m512 xs, m;
   if constexpr (kMin) xs = dup8(xs_p), m = _mm512_loadu_ps(wm);
 #pragma GCC unroll 8
@@ -321,8 +338,9 @@ template <bool kMin>
 
 // panel_times_chunk for nt <= 8 tokens in narrow tiles (configured by the caller).
 template <class U>
-void panel_times_chunk_narrow(const PanelA& a, const float* ws, const float* wm, const int8_t* act, const float* xd,
-                              const float* xs, int64_t ng, float* y, int64_t ldy, int nr, int nt, Prefetch pf) {
+void panel_times_chunk_narrow(const PanelA& a, const GroupScales& ws, const float* wm, const int8_t* act,
+                              const float* xd, const float* xs, int64_t ng, float* y, int64_t ldy, int nr, int nt,
+                              Prefetch pf) {
   AccN acc;
 #pragma GCC unroll 8
   for (int i = 0; i < kT / 2; ++i) acc.v[i] = _mm512_setzero_ps();
@@ -333,9 +351,9 @@ void panel_times_chunk_narrow(const PanelA& a, const float* ws, const float* wm,
     if (g + 1 < ng) _tile_stored(1, c[1], kNarrow * 4);
     if (g + 2 < ng) issue<U::G>(a, act, g + 2, ng);
     pf.step(g / 2, (ng + 1) / 2);
-    acc = epilogue_narrow<U::kMin>(acc, c[0], ws + g * kT, wm + g * kT, xd + g * kT, xs + g * kT);
+    acc = epilogue_narrow<U::kMin>(acc, c[0], ws.at(g), wm + g * kT, xd + g * kT, xs + g * kT);
     if (g + 1 < ng) {
-      acc = epilogue_narrow<U::kMin>(acc, c[1], ws + (g + 1) * kT, wm + (g + 1) * kT, xd + (g + 1) * kT,
+      acc = epilogue_narrow<U::kMin>(acc, c[1], ws.at(g + 1), wm + (g + 1) * kT, xd + (g + 1) * kT,
                                      xs + (g + 1) * kT);
     }
   }
@@ -371,19 +389,16 @@ PanelA prepare_panel(const uint8_t* w, int64_t rb, int64_t cols, int64_t r0, int
 }
 
 // A full panel of Q8_0 rows read in place: group g's A tile is the 32 quants of block g of each row
-// (rows rb bytes apart); the scales go to s.ws as prepare_panel leaves them.
-inline PanelA q8_0_in_place(const uint8_t* w, int64_t rb, int64_t cols, int64_t r0, Scratch& s) {
-  const int64_t ng = cols / kQBlock;
-  const auto* first = reinterpret_cast<const BlockQ8_0*>(w + r0 * rb);
-  // Block g's scales of the 16 rows in one gather (the dword at each scale ends inside its block):
-  // scalar conversions took a third of a 4-token product's time.
-  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(static_cast<int>(rb)));
-  for (int64_t g = 0; g < ng; ++g) {
-    const __m512i d = _mm512_i32gather_epi32(rows, &first[g].d, 1);
-    _mm512_storeu_ps(s.ws.data() + g * kT, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
-  }
-  return {first->qs, static_cast<int64_t>(sizeof(BlockQ8_0)), rb};
+// (rows rb bytes apart), and its scales come from the blocks (into s.ws, as prepare_panel leaves
+// them, for the 16-token products; by gather for the narrow ones).
+inline GroupScales q8_0_scales_in_place(const uint8_t* w, int64_t rb, int64_t r0) {
+  return {nullptr, reinterpret_cast<const char*>(w + r0 * rb),
+          _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                             _mm512_set1_epi32(static_cast<int>(rb))),
+          static_cast<int64_t>(sizeof(BlockQ8_0))};
+}
+inline PanelA q8_0_in_place(const uint8_t* w, int64_t rb, int64_t r0) {
+  return {reinterpret_cast<const BlockQ8_0*>(w + r0 * rb)->qs, static_cast<int64_t>(sizeof(BlockQ8_0)), rb};
 }
 
 // ---- super-block types (K-quants, IQ4_XS) ------------------------------------------------------
@@ -560,13 +575,18 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
   for (int64_t p = r0; p < r1; p += kT) {
     const int nr = static_cast<int>(r1 - p < kT ? r1 - p : kT);
     PanelA a{};
+    GroupScales scales{s.ws.data()};
     if constexpr (kSuper) {
       prepare_panel_super<U>(wb, rb, cols, p, nr, s);
     } else if constexpr (U::kType == DType::kQ8_0) {
       // One chunk (a batched decode step) uses each panel once: its tiles load straight from the
-      // blocks, and only the scales are gathered (a copy would cost more than it saves).
+      // blocks (a copy would cost more than it saves).
       if (chunks == 1 && nr == kT) {
-        a = q8_0_in_place(wb, rb, cols, p, s);
+        a = q8_0_in_place(wb, rb, p);
+        scales = q8_0_scales_in_place(wb, rb, p);
+        if (!narrow) {
+          for (int64_t g = 0; g < ng; ++g) _mm512_storeu_ps(s.ws.data() + g * kT, scales.at(g));
+        }
       } else {
         a = prepare_panel<U>(wb, rb, cols, p, nr, s);
       }
@@ -591,7 +611,7 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
       if constexpr (kSuper) {
         panel_times_chunk_super<U>(s, act, xd, xs, cols, y + t0 * ldy + p, ldy, nr, nt);
       } else if (narrow) {
-        panel_times_chunk_narrow<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt, pf);
+        panel_times_chunk_narrow<U>(a, scales, s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt, pf);
       } else {
         panel_times_chunk<U>(a, s.ws.data(), s.wm.data(), act, xd, xs, ng, y + t0 * ldy + p, ldy, nr, nt);
       }
