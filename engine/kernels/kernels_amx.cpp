@@ -35,16 +35,21 @@ namespace {
 #include "engine/kernels/amx_unpack-inl.h"
 
 constexpr int kT = 16;          // rows per panel = tokens per chunk = tile rows
-// Fewer tokens: AVX-512. Alone, Q8_0 9728x896 crosses near 8 tokens (bench_kernels, 1 thread,
-// Sapphire Rapids: n = 4 0.66 ms AVX-512 vs 0.93 ms AMX; n = 8 1.17 vs 0.95), but the LM head already
-// gains at 4 (151936x896: 26 vs 20 ms) and a whole batched decode step of 4 sequences of Qwen2.5-0.5B
-// Q8_0 took 44 ms with tiles from 4 against 52 ms from 8 (bench_batching, 2 threads).
-constexpr int kMinTokens = 4;
-// Super-block types unpack each panel into high and low parts, which at a few tokens costs more
-// than the products (bench_kernels, 1 thread: Q4_K 896x4864 n = 4 AVX-512 0.51 ms vs AMX 0.63, n = 8
-// 0.88 vs 0.72), so they start later: a batched step of 4 sequences of Qwen3-0.6B Q4_K_M took 62 ms
-// instead of 77 (bench_batching, 2 threads), 8 sequences the same either way.
-constexpr int kMinTokensSuper = 6;
+// Fewer tokens: AVX-512. Where the tiles start (bench_kernels and bench_batching, Sapphire Rapids):
+// - Q8_0 (read in place, no unpack): from 2. A batched step of 2 / 3 sequences of Qwen2.5-0.5B Q8_0
+//   took 24 / 25 ms on tiles against 37 / 45 ms on AVX-512 (2 threads); the LM head at 4 tokens
+//   takes 11 ms against 13.6 ms for one token's GEMV (1 thread).
+// - Other 16/32-element groups (each panel unpacked to a copy): from 4. At 4 tokens (9728x896, 1
+//   thread) Q4_0 0.66 ms on tiles vs 0.97 AVX-512, IQ4_NL 0.61 vs 0.92, Q5_0 0.81 vs 0.75.
+// - Super-block types (each panel split into high and low parts, which at a few tokens costs more
+//   than the products): from 6. Q4_K 896x4864 n = 4: AVX-512 0.51 ms vs AMX 0.63, n = 8 0.88 vs
+//   0.72; a 4-sequence Qwen3-0.6B Q4_K_M step took 62 ms instead of 77 (2 threads).
+template <class U>
+constexpr int min_tokens() {
+  if constexpr (U::kSuper) return 6;
+  if constexpr (U::kType == DType::kQ8_0) return 2;
+  return 4;
+}
 
 // Tile registers (GCC's intrinsics paste the number, so literals below): tmm0/tmm1 accumulate two
 // groups (super-block mode: one super-block's high and low parts; tmm6/tmm7 the next one's),
@@ -548,7 +553,7 @@ MatmulFn avx512_fallback() {
 template <class U>
 void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n, float* __restrict y,
             int64_t ldy, int64_t r0, int64_t r1) {
-  if (n < (U::kSuper ? kMinTokensSuper : kMinTokens) || r0 >= r1) {
+  if (n < min_tokens<U>() || r0 >= r1) {
     avx512_fallback<U>()(w, cols, xf, xq, n, y, ldy, r0, r1);
     return;
   }
