@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       if (s.cols % dtype_block_elems(t) != 0) continue;
       if (!only.empty() && only != dtype_name(t)) continue;  // K-quants: only rows of whole 256-blocks
       const auto w = dtype_quantizable(t) ? encode(wf, t, s.rows, s.cols) : random_blocks(t, s.rows, s.cols, rng);
-      for (int n : {1, 4, 8, 16, 128, 512}) {  // 4, 8: a batched decode step of that many sequences
+      for (int n : {1, 2, 4, 8, 16, 128, 512}) {  // 2-8: a batched decode step of that many sequences
         if (s.rows > 20000 && n > 8) continue;  // the LM head runs for each sequence's last token only
         std::vector<float> x(static_cast<size_t>(n * s.cols));
         for (float& v : x) v = nd(rng);
