@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
@@ -524,6 +525,12 @@ void matmul_avx512(const void* w, int64_t cols, const float* xf, const void* xq,
   if constexpr (K::kFloat) {
     float_gemm<typename K::WType>(w, cols, x, n, y, ldy, r0, r1);
   } else {
+    if constexpr (requires { K::kFewTokens; }) {  // Q4_K, Q6_K: a batched decode step
+      if (n <= K::kFewTokens) {
+        K::few_tokens(w, cols, x, n, y, ldy, r0, r1);
+        return;
+      }
+    }
     if constexpr (requires { typename K::PairDec; }) {  // Q8_0, Q5_0: packed-pair prefill
       const int64_t nb = cols / kQBlock;
       if (nb % 2 == 0 && nb / 2 <= kXPairMaxPairs) {

@@ -247,7 +247,7 @@ TEST_P(QuantKernelsTest, MatmulMatchesReference) {
     for (int64_t cols : {256, 512, 768, 96, 288}) {  // 32-element types: odd block counts too
       if (cols % dtype_block_elems(t) != 0) continue;
       for (int64_t rows : {1, 9, 21, 37}) {
-        for (int n : {1, 3, 4, 9, 17, 40}) {  // 4+: AMX tiles (full and padded chunks)
+        for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 40}) {  // 2-8: few-token kernels; AMX tiles (full and padded chunks)
           const auto w = random_blocks(t, rows, cols, static_cast<uint32_t>(cols + rows + n));
           const auto x = random_floats(static_cast<size_t>(n * cols), static_cast<uint32_t>(3 + n));
           std::vector<QBlock8> xq(static_cast<size_t>(n * cols / kQBlock));
