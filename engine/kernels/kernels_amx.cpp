@@ -42,10 +42,11 @@ constexpr int kT = 16;          // rows per panel = tokens per chunk = tile rows
 // - Other 16/32-element groups (each panel unpacked to a copy): from 4. At 4 tokens (9728x896, 1
 //   thread) Q4_0 0.66 ms on tiles vs 0.97 AVX-512, IQ4_NL 0.61 vs 0.92, Q5_0 0.81 vs 0.75.
 // - Super-block types (each panel split into high and low parts, which at a few tokens costs more
-//   than the products): from 6. Q4_K 896x4864 n = 4: AVX-512 0.51 ms vs AMX 0.63, n = 8 0.88 vs
-//   0.72; a 4-sequence Qwen3-0.6B Q4_K_M step took 62 ms instead of 77 (2 threads).
+//   than the products): from 6, measured on Q4_K before its few-token kernel (896x4864, n = 4:
+//   AVX-512 0.51 ms vs AMX 0.63, n = 8 0.88 vs 0.72).
 // - Q4_K and Q6_K, whose AVX-512 kernels decode each weight block once for up to 8 tokens
-//   (few_tokens): from 9. Q4_K 896x4864 at 8 tokens: 0.51 ms there against 0.74 ms on tiles.
+//   (few_tokens): from 9. Q4_K 896x4864 at 8 tokens: 0.51 ms there against 0.74 ms on tiles; a
+//   4-sequence Qwen3-0.6B Q4_K_M step takes 40 ms (77 on tiles from 4, 2 threads).
 template <class U>
 constexpr int min_tokens() {
   if constexpr (U::kType == DType::kQ4_K || U::kType == DType::kQ6_K) return 9;
