@@ -1,4 +1,5 @@
-// AMX kernel table: the AVX-512 table with prefill matmuls of the block types on AMX-INT8 tiles.
+// AMX kernel table: the AVX-512 table with the block types' matmuls of several tokens (prefill and
+// batched decode steps) on AMX-INT8 tiles.
 //
 // Why: on CPUs with AMX (Sapphire Rapids and later) one TDPBSSD multiplies a 16x64 by a 64x16 int8
 // tile; VNNI prefill of quantised weights is several times slower per core, and llama.cpp uses AMX.
@@ -8,7 +9,8 @@
 // unpacked once to int8 with a float scale (and minimum) per group of G = 32 or 16 values. Per
 // group, one TDPBSSD gives the exact int32 dots of 16 rows x 16 tokens, and an AVX-512 epilogue adds
 // scale_w * d_x * dot (+ min_w * d_x * sum(q_x)) into float accumulators; only the float summation
-// order differs from the other kernels. Decode (few tokens) keeps the AVX-512 GEMV.
+// order differs from the other kernels. One token keeps the AVX-512 GEMV; where the tiles start
+// for each type is min_tokens below.
 #if defined(__GNUC__) && !defined(__clang__)  // GCC 12's false "__Y uninitialized" in avx512fintrin.h
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
