@@ -519,13 +519,17 @@ void matmul_avx512(const void* w, int64_t cols, const float* xf, const void* xq,
                    float* __restrict y, int64_t ldy, int64_t r0, int64_t r1) {
   const typename K::X* x = activations_of<K>(xf, xq);
   if (n == 1) {
-    gemv_impl<K>(w, cols, x, y, r0, r1);
+    if constexpr (requires { K::kFewTokensDecode; }) {
+      K::few_tokens(w, cols, x, n, y, 0, r0, r1);
+    } else {
+      gemv_impl<K>(w, cols, x, y, r0, r1);
+    }
     return;
   }
   if constexpr (K::kFloat) {
     float_gemm<typename K::WType>(w, cols, x, n, y, ldy, r0, r1);
   } else {
-    if constexpr (requires { K::kFewTokens; }) {  // Q4_K, Q6_K: a batched decode step
+    if constexpr (requires { K::kFewTokens; }) {  // Q4_K, Q5_K, Q6_K: a batched decode step
       if (n <= K::kFewTokens) {
         K::few_tokens(w, cols, x, n, y, ldy, r0, r1);
         return;
@@ -752,6 +756,7 @@ const KernelTable& avx512_kernel_table() {
     fill_quant_simd<MatmulOf>(t);
     t.matmul[dtype_index(DType::kQ5_0)] = matmul_avx512<Q5_0Kernel512>;
     t.matmul[dtype_index(DType::kQ4_K)] = matmul_avx512<Q4_KKernel512>;
+    t.matmul[dtype_index(DType::kQ5_K)] = matmul_avx512<Q5_KKernel512>;
     t.matmul[dtype_index(DType::kQ6_K)] = matmul_avx512<Q6_KKernel512>;
     t.quantize_q8 = quantize_q8;
     t.quantize_q8k = quantize_q8k;

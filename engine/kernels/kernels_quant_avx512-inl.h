@@ -174,7 +174,7 @@ inline void q6_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, f
   for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-// ---- Q4_K / Q6_K for a few tokens (a batched decode step) ------------------------------------
+// ---- Q4_K / Q5_K / Q6_K for a few tokens (a batched decode step) -----------------------------
 // Each token's activation super-blocks are re-laid once per call in the register order of the
 // weights (the order q4_K_rows / q6_K_rows build per block), so each weight super-block is decoded
 // once for all tokens, and each token's sums are the ones its one-token kernel forms. Before, each
@@ -193,22 +193,38 @@ inline XK* xk_scratch(size_t n) {
   return v.data();
 }
 
-template <int T>
-inline void q4_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t row_bytes) {
+// Q4_K, and Q5_K with the fifth bit of element l of sub-block j at bit j of qh[l].
+template <int T, class Block>
+inline void q45_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t row_bytes) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_K& w = static_cast<const BlockQ4_K*>(row)[b];
-    _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes + 64, _MM_HINT_T0);
+    const Block& w = static_cast<const Block*>(row)[b];
+    for (size_t l = 0; l < sizeof(Block); l += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes + l, _MM_HINT_T0);
+    }
     const __m256i sm16 = _mm256_cvtepu8_epi16(qs_k4_scales_mins(w.scales));
     const __m512i sc16 = _mm512_castsi256_si512(sm16);
     const __m128i mins8 = _mm256_extracti128_si256(sm16, 1);
     const __m512i z0 = _mm512_loadu_si512(w.qs), z1 = _mm512_loadu_si512(w.qs + 64);
-    const __m512i q0 = _mm512_and_si512(z0, low4), q1 = _mm512_and_si512(_mm512_srli_epi16(z0, 4), low4);
-    const __m512i q2 = _mm512_and_si512(z1, low4), q3 = _mm512_and_si512(_mm512_srli_epi16(z1, 4), low4);
+    __m512i q0 = _mm512_and_si512(z0, low4), q1 = _mm512_and_si512(_mm512_srli_epi16(z0, 4), low4);
+    __m512i q2 = _mm512_and_si512(z1, low4), q3 = _mm512_and_si512(_mm512_srli_epi16(z1, 4), low4);
+    if constexpr (kFifthBit) {
+      // q0 holds sub-blocks 0 | 2 (bytes 0-31 | 32-63), q1 1 | 3, q2 4 | 6, q3 5 | 7.
+      const __m512i h = qz_pair(w.qh, w.qh), bit16 = _mm512_set1_epi8(0x10);
+      auto fifth = [&](int lo, int hi) {
+        const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << lo)),
+                                                _mm256_set1_epi8(static_cast<char>(1 << hi)), 1);
+        return _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bits), bit16);
+      };
+      q0 = _mm512_or_si512(q0, fifth(0, 2));
+      q1 = _mm512_or_si512(q1, fifth(1, 3));
+      q2 = _mm512_or_si512(q2, fifth(4, 6));
+      q3 = _mm512_or_si512(q3, fifth(5, 7));
+    }
     const __m512i s0 = qz_spread2(sc16, 0, 2), s1 = qz_spread2(sc16, 1, 3);
     const __m512i s2 = qz_spread2(sc16, 4, 6), s3 = qz_spread2(sc16, 5, 7);
     const float d = _cvtsh_ss(w.d), dmin = _cvtsh_ss(w.dmin);
@@ -268,7 +284,7 @@ inline void q6_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlockK
   for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// Rows [r0, r1) for 2 <= n <= kKTokens tokens through K::tokens.
+// Rows [r0, r1) for n <= kKTokens tokens through K::tokens.
 template <class K>
 void k_tokens_matmul(const void* w, int64_t cols, const QBlockK* x, int n, float* __restrict y, int64_t ldy,
                      int64_t r0, int64_t r1) {
@@ -279,6 +295,7 @@ void k_tokens_matmul(const void* w, int64_t cols, const QBlockK* x, int n, float
   for (int64_t r = r0; r < r1; ++r) {
     const void* row = static_cast<const uint8_t*>(w) + r * rb;
     switch (n) {
+      case 1: K::template tokens<1>(row, nb, xk, x, out, rb); break;
       case 2: K::template tokens<2>(row, nb, xk, x, out, rb); break;
       case 3: K::template tokens<3>(row, nb, xk, x, out, rb); break;
       case 4: K::template tokens<4>(row, nb, xk, x, out, rb); break;
@@ -312,7 +329,20 @@ struct Q4_KKernel512 : Q4_KKernel {
   }
   template <int T>
   static void tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t rb) {
-    q4_K_tokens<T>(row, nb, xk, x, out, rb);
+    q45_K_tokens<T, BlockQ4_K>(row, nb, xk, x, out, rb);
+  }
+};
+struct Q5_KKernel512 : Q5_KKernel {
+  static constexpr int kFewTokens = kKTokens;
+  static constexpr bool kFewTokensDecode = true;  // no 512-bit GEMV of its own: one token runs here too
+  static void few_tokens(const void* w, int64_t cols, const QBlockK* x, int n, float* __restrict y, int64_t ldy,
+                         int64_t r0, int64_t r1) {
+    k_tokens_matmul<Q5_KKernel512>(w, cols, x, n, y, ldy, r0, r1);
+  }
+  static void pack(const QBlockK& xb, XK& o) { Q4_KKernel512::pack(xb, o); }  // the same nibble order
+  template <int T>
+  static void tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t rb) {
+    q45_K_tokens<T, BlockQ5_K>(row, nb, xk, x, out, rb);
   }
 };
 struct Q6_KKernel512 : Q6_KKernel {
