@@ -308,12 +308,17 @@ void k_tokens_matmul(const void* w, int64_t cols, const QBlockK* x, int n, float
   }
 }
 
-struct Q4_KKernel512 : Q4_KKernel {
+// The matmul entry of a kernel K with pack and tokens<T> (matmul_avx512 takes it for n <= kFewTokens).
+template <class K>
+struct FewTokens {
   static constexpr int kFewTokens = kKTokens;
   static void few_tokens(const void* w, int64_t cols, const QBlockK* x, int n, float* __restrict y, int64_t ldy,
                          int64_t r0, int64_t r1) {
-    k_tokens_matmul<Q4_KKernel512>(w, cols, x, n, y, ldy, r0, r1);
+    k_tokens_matmul<K>(w, cols, x, n, y, ldy, r0, r1);
   }
+};
+
+struct Q4_KKernel512 : Q4_KKernel, FewTokens<Q4_KKernel512> {
   template <int R>
   static void rows(const void* const* r, int64_t cols, const QBlockK* x, float* out, int64_t rb) {
     q4_K_rows<R>(r, cols, x, out, rb);
@@ -332,25 +337,15 @@ struct Q4_KKernel512 : Q4_KKernel {
     q45_K_tokens<T, BlockQ4_K>(row, nb, xk, x, out, rb);
   }
 };
-struct Q5_KKernel512 : Q5_KKernel {
-  static constexpr int kFewTokens = kKTokens;
+struct Q5_KKernel512 : Q5_KKernel, FewTokens<Q5_KKernel512> {
   static constexpr bool kFewTokensDecode = true;  // no 512-bit GEMV of its own: one token runs here too
-  static void few_tokens(const void* w, int64_t cols, const QBlockK* x, int n, float* __restrict y, int64_t ldy,
-                         int64_t r0, int64_t r1) {
-    k_tokens_matmul<Q5_KKernel512>(w, cols, x, n, y, ldy, r0, r1);
-  }
   static void pack(const QBlockK& xb, XK& o) { Q4_KKernel512::pack(xb, o); }  // the same nibble order
   template <int T>
   static void tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t rb) {
     q45_K_tokens<T, BlockQ5_K>(row, nb, xk, x, out, rb);
   }
 };
-struct Q6_KKernel512 : Q6_KKernel {
-  static constexpr int kFewTokens = kKTokens;
-  static void few_tokens(const void* w, int64_t cols, const QBlockK* x, int n, float* __restrict y, int64_t ldy,
-                         int64_t r0, int64_t r1) {
-    k_tokens_matmul<Q6_KKernel512>(w, cols, x, n, y, ldy, r0, r1);
-  }
+struct Q6_KKernel512 : Q6_KKernel, FewTokens<Q6_KKernel512> {
   template <int R>
   static void rows(const void* const* r, int64_t cols, const QBlockK* x, float* out, int64_t rb) {
     q6_K_rows<R>(r, cols, x, out, rb);
