@@ -18,6 +18,7 @@
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
 #include "tests/engine/massive_activation.h"
+#include "tests/engine/cpu_ane_generators.h"
 #include "tests/support/shared_data.h"
 #include "tools/model_maker.h"
 
@@ -184,13 +185,10 @@ TEST(AneBackend, MassiveActivationGreedyMatchesCpu) {
   EXPECT_LE(near.max_diff, near.tol);
 
   ThreadPool pool(2);
-  const auto& k = kernels::active_kernels();
-  Transformer cpu_tf(model->config, model->weights, pool, k),
-      ane_tf(model->config, model->weights, pool, k);
-  Generator cpu(cpu_tf, 128, 64, DType::kF16, 2), ane(ane_tf, 128, 64, DType::kF16, 2);
+  testing::CpuAneGenerators g(*model, pool);
   AneBackendOptions o;
   o.fp32_residual = true;
-  auto backend = make_ane_backend(model->config, model->weights, ane_tf, pool, o);
+  auto backend = make_ane_backend(model->config, model->weights, g.ane_tf, pool, o);
   // The outlier drove the calibration: x * p * 4 <= 256 with |x| ~1000 needs p <= 1/16.
   EXPECT_LE(backend->stats().prescale_min, 1.0 / 16);
   GenerateRequest r;
@@ -198,7 +196,7 @@ TEST(AneBackend, MassiveActivationGreedyMatchesCpu) {
   r.max_tokens = 40;
   r.ignore_eos = true;
   r.sampling.temperature = 0.0f;
-  EXPECT_EQ(ane.generate(r, {}).ids, cpu.generate(r, {}).ids);
+  EXPECT_EQ(g.ane.generate(r, {}).ids, g.cpu.generate(r, {}).ids);
 }
 
 // EngineOptions::ane_fp32_residual (serve --ane-fp32-residual) reaches the programs: same greedy ids

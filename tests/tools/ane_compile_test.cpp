@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include "tools/model_maker.h"
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
+#include "tests/engine/cpu_ane_generators.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
@@ -126,6 +128,17 @@ TEST(AneCompile, Qwen25HalfBPlanFitsTheBudgetAndTheLiveCap) {
   EXPECT_EQ(plan_ane_programs(cfg, greedy).seq_buckets, (std::vector<int>{32, 128}));
 }
 
+// plan_ane_programs(cfg, o) refuses with kResourceExhausted and a message holding every part.
+void expect_refused(const ModelConfig& cfg, const AneBackendOptions& o, std::initializer_list<const char*> parts) {
+  try {
+    plan_ane_programs(cfg, o);
+    ADD_FAILURE() << "expected kResourceExhausted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
+    for (const char* part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
 // A cap below even the one-bucket plan: refused without cpu_remainder (naming the cap), else the
 // layers that do not fit run on the CPU and the live count stays within the cap.
 TEST(AneCompile, PlanOverTheLiveCapIsRefusedOrPlannedAround) {
@@ -134,16 +147,7 @@ TEST(AneCompile, PlanOverTheLiveCapIsRefusedOrPlannedAround) {
   AneBackendOptions o;
   o.max_live_programs = 30;
   o.cpu_remainder = false;
-  try {
-    plan_ane_programs(cfg, o);
-    FAIL() << "expected kResourceExhausted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
-    EXPECT_NE(std::string(e.what()).find("needs 58 live programs"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("at most 30 programs may be loaded at once"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(cfg, o, {"needs 58 live programs", "at most 30 programs may be loaded at once"});
   o.cpu_remainder = true;
   const AneCompileSummary s = plan_ane_programs(cfg, o);
   EXPECT_EQ(s.seq_buckets, (std::vector<int>{32}));
@@ -161,14 +165,7 @@ TEST(AneCompile, ModelBeyondTheBudgetFailsOrKeepsARemainderOnCpu) {
   AneBackendOptions o;
   o.compile_budget = 40;
   o.cpu_remainder = false;
-  try {
-    plan_ane_programs(cfg, o);
-    FAIL() << "expected kResourceExhausted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kResourceExhausted);
-    EXPECT_NE(std::string(e.what()).find("needs 58 compiles"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("budget is 40"), std::string::npos) << e.what();
-  }
+  expect_refused(cfg, o, {"needs 58 compiles", "budget is 40"});
   o.cpu_remainder = true;
   const AneCompileSummary s = plan_ane_programs(cfg, o);
   EXPECT_EQ(s.seq_buckets, (std::vector<int>{32}));
@@ -185,14 +182,11 @@ TEST(AneCompile, BackendStaysWithinTheLiveCap) {
   ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
   auto model = load_model(path.string());
   ThreadPool pool(2);
-  const auto& k = kernels::active_kernels();
-  Transformer cpu_tf(model->config, model->weights, pool, k),
-      ane_tf(model->config, model->weights, pool, k);
-  Generator cpu(cpu_tf, 128, 64, DType::kF16, 2), ane(ane_tf, 128, 64, DType::kF16, 2);
+  testing::CpuAneGenerators g(*model, pool);
   AneBackendOptions o;
   o.max_live_programs = 15;
   o.cpu_remainder = false;
-  auto backend = make_ane_backend(model->config, model->weights, ane_tf, pool, o);
+  auto backend = make_ane_backend(model->config, model->weights, g.ane_tf, pool, o);
   const AneBackendStats& st = backend->stats();
   EXPECT_EQ(st.seq_buckets, (std::vector<int>{32}));
   EXPECT_EQ(st.programs, 11);  // 5 layers x 2 + 1 chunk
@@ -202,7 +196,7 @@ TEST(AneCompile, BackendStaysWithinTheLiveCap) {
   for (int i = 0; r.prompt.size() < 40; ++i) r.prompt.push_back(1 + (i * 37) % 500);
   r.max_tokens = 16;
   r.sampling.temperature = 0.0f;
-  EXPECT_EQ(ane.generate(r, {}).ids, cpu.generate(r, {}).ids);
+  EXPECT_EQ(g.ane.generate(r, {}).ids, g.cpu.generate(r, {}).ids);
 }
 
 // stories260K with a budget of 7: layers 0-2 and the head on the ANE, layers 3-4 on the CPU; the
@@ -211,33 +205,30 @@ TEST(AneCompile, CpuRemainderRunsAndIsLabelled) {
   ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
   auto model = load_model(path.string());
   ThreadPool pool(2);
-  const auto& k = kernels::active_kernels();
-  Transformer cpu_tf(model->config, model->weights, pool, k),
-      ane_tf(model->config, model->weights, pool, k);
-  Generator cpu(cpu_tf, 128, 64, DType::kF16, 2), ane(ane_tf, 128, 64, DType::kF16, 2);
+  testing::CpuAneGenerators g(*model, pool);
   AneBackendOptions o;
   o.compile_budget = 7;
   {
-    auto backend = make_ane_backend(model->config, model->weights, ane_tf, pool, o);
+    auto backend = make_ane_backend(model->config, model->weights, g.ane_tf, pool, o);
     const AneBackendStats& st = backend->stats();
     EXPECT_EQ(st.backend, "ane (simulator) + cpu (layers 3-4)");
     EXPECT_EQ(st.ane_layers, 3);
     EXPECT_TRUE(st.lm_head_on_ane);
     EXPECT_EQ(st.programs, 7);
     EXPECT_EQ(st.programs_per_decode_token, 7);
-    EXPECT_EQ(std::string(ane_tf.layer_executor(2).name()), "ane");
-    EXPECT_EQ(std::string(ane_tf.layer_executor(3).name()), "cpu");
+    EXPECT_EQ(std::string(g.ane_tf.layer_executor(2).name()), "ane");
+    EXPECT_EQ(std::string(g.ane_tf.layer_executor(3).name()), "cpu");
     GenerateRequest r;
     r.prompt = {1, 403, 407, 261, 378};
     r.max_tokens = 20;
     r.sampling.temperature = 0.0f;
-    EXPECT_EQ(ane.generate(r, {}).ids, cpu.generate(r, {}).ids);
+    EXPECT_EQ(g.ane.generate(r, {}).ids, g.cpu.generate(r, {}).ids);
   }
   // Destroying the backend hands every layer back to the CPU.
-  EXPECT_EQ(std::string(ane_tf.layer_executor(0).name()), "cpu");
+  EXPECT_EQ(std::string(g.ane_tf.layer_executor(0).name()), "cpu");
 
   o.cpu_remainder = false;
-  EXPECT_THROW(make_ane_backend(model->config, model->weights, ane_tf, pool, o), Error);
+  EXPECT_THROW(make_ane_backend(model->config, model->weights, g.ane_tf, pool, o), Error);
 }
 
 }  // namespace
