@@ -1,6 +1,7 @@
 // Per-kernel bench (llm.c dev/cuda pattern): every ISA's matmul is first validated against the scalar
 // reference on the same data, then timed; one JSON line per (isa, dtype, shape, n) with GB/s of
-// weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one] [shape: qkv|gate_up|down|lm_head].
+// weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one]
+// [shape: qkv|gate_up|down|lm_head] [exact: also rms_err_vs_exact, against the float activations].
 // Shapes are Qwen2.5-0.5B's; the K-quants run on the rows that hold whole 256-element blocks.
 #include <algorithm>
 #include <chrono>
@@ -64,12 +65,40 @@ std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t cols, std::mt1
 
 const char* dt_name(DType t) { return dtype_name(t); }
 
+// bf16 with round to nearest even (as VCVTNE2PS2BF16).
+float round_bf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+// What a table's bf16 path computes (KernelTable::bf16_min_tokens): the products of bf16-rounded
+// weights and activations, summed here in double.
+std::vector<float> bf16_reference(const std::vector<uint8_t>& w, DType t, int64_t rows, int64_t cols,
+                                  const std::vector<float>& x, int n) {
+  std::vector<float> wr(static_cast<size_t>(cols)), xr(x.size()), y(static_cast<size_t>(n * rows));
+  for (size_t i = 0; i < x.size(); ++i) xr[i] = round_bf16(x[i]);
+  for (int64_t r = 0; r < rows; ++r) {
+    ref::dequantize_row(w.data(), t, r, cols, wr.data());
+    for (float& v : wr) v = round_bf16(v);
+    for (int i = 0; i < n; ++i) {
+      double acc = 0;
+      for (int64_t c = 0; c < cols; ++c) acc += static_cast<double>(wr[c]) * xr[i * cols + c];
+      y[i * rows + r] = static_cast<float>(acc);
+    }
+  }
+  return y;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   const std::string only = argc > 2 ? argv[2] : "";
   const std::string only_shape = argc > 3 ? argv[3] : "";
+  const bool exact_errors = argc > 4 && std::string(argv[4]) == "exact";
   struct Shape { const char* name; int64_t rows, cols; };
   const Shape shapes[] = {{"qkv", 1152, 896}, {"gate_up", 9728, 896}, {"down", 896, 4864}, {"lm_head", 151936, 896}};
   std::mt19937 rng(1);
@@ -85,7 +114,7 @@ int main(int argc, char** argv) {
       if (s.cols % dtype_block_elems(t) != 0) continue;
       if (!only.empty() && only != dtype_name(t)) continue;  // K-quants: only rows of whole 256-blocks
       const auto w = dtype_quantizable(t) ? encode(wf, t, s.rows, s.cols) : random_blocks(t, s.rows, s.cols, rng);
-      for (int n : {1, 2, 4, 8, 16, 128, 512}) {  // 2-8: a batched decode step of that many sequences
+      for (int n : {1, 2, 4, 8, 16, 64, 128, 256, 512}) {  // 2-8: a batched decode step of that many sequences
         if (s.rows > 20000 && n > 8) continue;  // the LM head runs for each sequence's last token only
         std::vector<float> x(static_cast<size_t>(n * s.cols));
         for (float& v : x) v = nd(rng);
@@ -100,22 +129,43 @@ int main(int argc, char** argv) {
         else xin = x;
         std::vector<float> expect(static_cast<size_t>(n * s.rows)), got(expect.size());
         ref::matmul(w.data(), t, s.rows, s.cols, xin.data(), n, expect.data());
+        std::vector<float> expect_bf16, exact;
+        // How far each path lands from the exact product of these weights and the float
+        // activations (the int8 activations and the bf16 roundings both add error): rms error over
+        // the rms of the exact outputs.
+        auto rms_err = [&](const std::vector<float>& got) {
+          if (exact.empty()) {
+            exact.resize(got.size());
+            ref::matmul(w.data(), t, s.rows, s.cols, x.data(), n, exact.data());
+          }
+          double err = 0, mag = 0;
+          for (size_t i = 0; i < got.size(); ++i) {
+            err += (static_cast<double>(got[i]) - exact[i]) * (static_cast<double>(got[i]) - exact[i]);
+            mag += static_cast<double>(exact[i]) * exact[i];
+          }
+          return std::sqrt(err / mag);
+        };
         for (Isa isa : supported_isas()) {
           const KernelTable* k = kernel_table(isa);
           const MatmulFn mm = k->matmul[dtype_index(t)];
           mm(w.data(), s.cols, x.data(), xq, n, got.data(), s.rows, 0, s.rows);
+          const int bf16_from = k->bf16_min_tokens[dtype_index(t)];
+          const bool bf16 = bf16_from > 0 && n >= bf16_from;
+          if (bf16 && expect_bf16.empty()) expect_bf16 = bf16_reference(w, t, s.rows, s.cols, x, n);
+          const std::vector<float>& e = bf16 ? expect_bf16 : expect;
           float max_err = 0.0f;
-          for (size_t i = 0; i < got.size(); ++i) max_err = std::max(max_err, std::fabs(got[i] - expect[i]) / (1.0f + std::fabs(expect[i])));
+          for (size_t i = 0; i < got.size(); ++i) max_err = std::max(max_err, std::fabs(got[i] - e[i]) / (1.0f + std::fabs(e[i])));
           const bool ok = max_err < 1e-3f;
           failures += !ok;
           const int r = isa == Isa::kScalar ? 1 : reps;
           const auto t0 = std::chrono::steady_clock::now();
           for (int i = 0; i < r; ++i) mm(w.data(), s.cols, x.data(), xq, n, got.data(), s.rows, 0, s.rows);
           const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / r;
+          const double exact_err = exact_errors ? rms_err(got) : 0.0;
           std::printf("{\"isa\":\"%s\",\"dtype\":\"%s\",\"shape\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"n\":%d,"
-                      "\"valid\":%s,\"max_rel_err\":%.3g,\"ms\":%.4f,\"weight_gb_s\":%.2f,\"gflop_s\":%.2f}\n",
+                      "\"valid\":%s,\"max_rel_err\":%.3g,\"rms_err_vs_exact\":%.3g,\"ms\":%.4f,\"weight_gb_s\":%.2f,\"gflop_s\":%.2f}\n",
                       isa_name(isa), dt_name(t), s.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
-                      ok ? "true" : "false", max_err, sec * 1e3, static_cast<double>(w.size()) / sec / 1e9,
+                      ok ? "true" : "false", max_err, exact_err, sec * 1e3, static_cast<double>(w.size()) / sec / 1e9,
                       2.0 * s.rows * s.cols * n / sec / 1e9);
           std::fflush(stdout);
         }

@@ -55,6 +55,9 @@ using AttendCausalFn = void (*)(const AttentionArgs& a, float* __restrict scratc
 struct KernelTable {
   Isa isa = Isa::kScalar;
   MatmulFn matmul[kNumDTypes] = {};  // indexed by dtype_index(weight type)
+  // From this many tokens, the type's matmul given the float activations (x non-null) multiplies
+  // bf16-rounded weights and activations with fp32 sums (AMX-BF16 prefill, amx_bf16-inl.h); 0: never.
+  int bf16_min_tokens[kNumDTypes] = {};
   // X [n] f32 -> n/32 QBlock8 (n % 32 == 0); bit-identical to ref::quantize_q8.
   void (*quantize_q8)(const float* x, int64_t n, QBlock8* __restrict out) = nullptr;
   // X [n] f32 -> n/256 QBlockK (n % 256 == 0); bit-identical to ref::quantize_q8k.

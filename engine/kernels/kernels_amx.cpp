@@ -10,7 +10,8 @@
 // group, one TDPBSSD gives the exact int32 dots of 16 rows x 16 tokens, and an AVX-512 epilogue adds
 // scale_w * d_x * dot (+ min_w * d_x * sum(q_x)) into float accumulators; only the float summation
 // order differs from the other kernels. One token keeps the AVX-512 GEMV; where the tiles start
-// for each type is min_tokens below.
+// for each type is min_tokens below. Prefill chunks of many tokens run on AMX-BF16 tiles instead
+// (amx_bf16-inl.h, from bf16_min_tokens).
 #if defined(__GNUC__) && !defined(__clang__)  // GCC 12's false "__Y uninitialized" in avx512fintrin.h
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -550,6 +552,8 @@ void prepare_panel_super(const uint8_t* w, int64_t rb, int64_t cols, int64_t r0,
   }
 }
 
+#include "engine/kernels/amx_bf16-inl.h"
+
 template <class U>
 MatmulFn avx512_fallback() {
   static const MatmulFn fn = avx512_kernel_table().matmul[dtype_index(U::kType)];
@@ -561,6 +565,12 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
             int64_t ldy, int64_t r0, int64_t r1) {
   if (n < min_tokens<U>() || r0 >= r1) {
     avx512_fallback<U>()(w, cols, xf, xq, n, y, ldy, r0, r1);
+    return;
+  }
+  if (xf != nullptr && n >= bf16_min_tokens<U>() && amx_bf16_usable()) {
+    matmul_bf16<U>(static_cast<const uint8_t*>(w), cols, xf, n, y, ldy, r0, r1);
+    _tile_release();
+    _mm256_zeroupper();
     return;
   }
   constexpr bool kSuper = U::kSuper;
@@ -652,7 +662,10 @@ const KernelTable& amx_kernel_table() {
   static const KernelTable table = [] {
     KernelTable t = avx512_kernel_table();
     t.isa = Isa::kAmx;
-    auto set = [&t]<class U>(U) { t.matmul[dtype_index(U::kType)] = matmul<U>; };
+    auto set = [&t]<class U>(U) {
+      t.matmul[dtype_index(U::kType)] = matmul<U>;
+      t.bf16_min_tokens[dtype_index(U::kType)] = amx_bf16_usable() ? bf16_min_tokens<U>() : 0;
+    };
     set(UnpackQ8_0{});
     set(UnpackQ4_0{});
     set(UnpackQ4_1{});

@@ -195,7 +195,7 @@ std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t cols, uint32_t
   std::vector<int> f16_at;  // byte offsets of f16 fields within a block
   switch (t) {
     case DType::kQ4_1: case DType::kQ5_1: case DType::kQ4_K: case DType::kQ5_K: f16_at = {0, 2}; break;
-    case DType::kQ5_0: case DType::kIQ4_NL: case DType::kIQ4_XS: f16_at = {0}; break;
+    case DType::kQ8_0: case DType::kQ4_0: case DType::kQ5_0: case DType::kIQ4_NL: case DType::kIQ4_XS: f16_at = {0}; break;
     case DType::kQ2_K: f16_at = {80, 82}; break;
     case DType::kQ3_K: f16_at = {108}; break;
     case DType::kQ6_K: f16_at = {208}; break;
@@ -281,6 +281,65 @@ TEST_P(QuantKernelsTest, MatmulMatchesReference) {
                   << " actual " << a;
             }
           }
+        }
+      }
+    }
+  }
+}
+
+// bf16 with round to nearest even, as VCVTNE2PS2BF16 rounds (no NaNs here).
+float round_bf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+// The AMX table's many-token path (float activations given, n >= bf16_min_tokens): products of
+// bf16-rounded weights and activations summed in fp32, against a double-precision sum of the same
+// rounded products. Token and row counts that leave partial tiles, a row sub-range, and K long
+// enough to be cut into slices (cols 2048 at 300 tokens).
+TEST(AmxBf16, ManyTokenMatmulMatchesBf16Reference) {
+  const KernelTable* amx = kernel_table(Isa::kAmx);
+  if (amx == nullptr || amx->bf16_min_tokens[dtype_index(DType::kQ8_0)] == 0) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  std::vector<DType> types(std::begin(kNewTypes), std::end(kNewTypes));
+  types.insert(types.begin(), {DType::kQ8_0, DType::kQ4_0});
+  struct Shape { int64_t rows, cols; int n; };
+  for (DType t : types) {
+    const int from = amx->bf16_min_tokens[dtype_index(t)];
+    ASSERT_GT(from, 0) << dtype_name(t);
+    ASSERT_LE(from, 256) << dtype_name(t);
+    for (Shape sh : {Shape{37, 256, from}, Shape{64, 512, from + 15}, Shape{21, 2048, 300}}) {
+      const auto w = random_blocks(t, sh.rows, sh.cols, static_cast<uint32_t>(sh.cols + sh.n));
+      const auto x = random_floats(static_cast<size_t>(sh.n * sh.cols), static_cast<uint32_t>(sh.n));
+      std::vector<float> wr(static_cast<size_t>(sh.cols));
+      std::vector<float> actual(static_cast<size_t>(sh.n * sh.rows), -999.0f);
+      // The quantised activations too, as the engine passes them (the int8 path would read them).
+      std::vector<QBlock8> xq(static_cast<size_t>(sh.n * sh.cols / kQBlock));
+      std::vector<QBlockK> xk(static_cast<size_t>(sh.n * sh.cols / kQKBlock));
+      amx->quantize_q8(x.data(), sh.n * sh.cols, xq.data());
+      if (sh.cols % kQKBlock == 0) amx->quantize_q8k(x.data(), sh.n * sh.cols, xk.data());
+      const void* xa = uses_q8k_activations(t) ? static_cast<const void*>(xk.data()) : xq.data();
+      const int64_t r0 = 3;  // rows before r0 must stay untouched
+      amx->matmul[dtype_index(t)](w.data(), sh.cols, x.data(), xa, sh.n, actual.data(), sh.rows, r0, sh.rows);
+      for (int64_t r = 0; r < sh.rows; ++r) {
+        ref::dequantize_row(w.data(), t, r, sh.cols, wr.data());
+        for (int i = 0; i < sh.n; ++i) {
+          const float a = actual[static_cast<size_t>(i * sh.rows + r)];
+          if (r < r0) {
+            ASSERT_EQ(a, -999.0f) << "wrote outside its rows";
+            continue;
+          }
+          double e = 0, mag = 0;
+          for (int64_t c = 0; c < sh.cols; ++c) {
+            const double p = static_cast<double>(round_bf16(wr[c])) * round_bf16(x[i * sh.cols + c]);
+            e += p;
+            mag += std::fabs(p);
+          }
+          ASSERT_LE(std::fabs(e - a), 1e-4 * mag + 1e-6)
+              << dtype_name(t) << " rows=" << sh.rows << " cols=" << sh.cols << " n=" << sh.n << " token " << i
+              << " row " << r << ": expected " << e << " actual " << a;
         }
       }
     }
