@@ -140,6 +140,28 @@ TEST(TransformerVsNaive, SyntheticEveryWeightType) {
   }
 }
 
+// A prompt long enough for the AMX table's bf16 tiles (one chunk of 300 rows, from 256 for these
+// types), where the engine also skips the int8 activations those matrices no longer read. The oracle
+// rounds activations through Q8 and the tiles through bf16, so the logit scale's 2e-2 again.
+TEST(TransformerVsNaive, SyntheticLongPromptOnBf16Tiles) {
+  const kernels::KernelTable* amx = kernels::kernel_table(kernels::Isa::kAmx);
+  if (amx == nullptr || amx->bf16_min_tokens[dtype_index(DType::kQ8_0)] == 0) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  std::vector<int> ids(300);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    ASSERT_LE(amx->bf16_min_tokens[dtype_index(t)], static_cast<int>(ids.size())) << dtype_name(t);
+    auto m = testing::make_synthetic_model(t, 77, true);
+    m->cfg.max_ctx = static_cast<int>(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(1 + (i * 37) % (m->cfg.vocab_size - 1));
+    const auto expected = naive_logits(m->cfg, m->w, ids, true);
+    const FastRun r = fast_logits(m->cfg, m->w, ids, kernels::Isa::kAmx, DType::kF16, 512, 2, kDefaultInlineMacs);
+    for (size_t p = 0; p < ids.size(); p += 23) {
+      const float tol = 2e-2f * std::max(1.0f, max_abs(expected[p])) * 5.0f;  // F16 cache, as above
+      expect_row_close(std::string(dtype_name(t)) + " pos=" + std::to_string(p) + " prefill vs naive", expected[p].data(),
+                       r.prefill.data() + p * m->cfg.vocab_size, m->cfg.vocab_size, tol);
+    }
+  }
+}
+
 TEST(Transformer, CancelStopsBetweenLayersAndChunks) {
   auto m = testing::make_synthetic_model(DType::kF32, 7);
   ThreadPool pool(2);
