@@ -66,13 +66,7 @@ std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t cols, std::mt1
 const char* dt_name(DType t) { return dtype_name(t); }
 
 // bf16 with round to nearest even (as VCVTNE2PS2BF16).
-float round_bf16(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
+float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
 
 // What a table's bf16 path computes (KernelTable::bf16_min_tokens): the products of bf16-rounded
 // weights and activations, summed here in double.

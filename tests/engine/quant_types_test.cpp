@@ -287,14 +287,8 @@ TEST_P(QuantKernelsTest, MatmulMatchesReference) {
   }
 }
 
-// bf16 with round to nearest even, as VCVTNE2PS2BF16 rounds (no NaNs here).
-float round_bf16(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
+// bf16 with round to nearest even (as VCVTNE2PS2BF16).
+float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
 
 // The AMX table's many-token path (float activations given, n >= bf16_min_tokens): products of
 // bf16-rounded weights and activations summed in fp32, against a double-precision sum of the same
