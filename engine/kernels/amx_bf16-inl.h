@@ -2,8 +2,8 @@
 //
 // Why: the int8 products need a float epilogue per group of 32 (or 16) values for every 16x16 block
 // of dots, which held a 2048-token Q8_0 prefill at ~90 MACs per cycle per core on Sapphire Rapids
-// while the tiles alone could do 512. TDPBF16PS accumulates in fp32 inside the tile over the whole
-// of K, so the only float work per weight is its conversion, once per call, shared by every token.
+// while the tiles alone could do 512. TDPBF16PS accumulates in fp32 inside the tile over a whole
+// K slice, so the only float work per weight is its conversion, once per call, shared by every token.
 //
 // Precision: each activation is rounded to bf16 (8 significant bits, relative error <= 2^-9) where
 // the int8 path rounds it to one of 255 steps of its 32-value block's largest (llama.cpp's Q8_0
@@ -14,8 +14,8 @@
 //
 // Layout: A tiles are 16 weight rows x 32 values, dequantised and rounded to bf16 (a plain copy of
 // the row, no transpose); B tiles are 16 pairs of values x 16 tokens (VNNI), the activations
-// converted and transposed; C tiles (16 rows x 16 tokens) stay in the tiles over the whole of K and
-// are transposed once into y. Both operands are packed in the order the products read them (one
+// converted and transposed; C tiles (16 rows x 16 tokens) accumulate over a whole K slice (below)
+// and are transposed once per slice into y, added to it after the first. Both operands are packed in the order the products read them (one
 // sequential stream per pass): tile loads that miss L1 stall the products, and sequential streams
 // are what the prefetchers and the explicit prefetches below keep ahead of them.
 // Blocking: K in slices whose packed activations for every token fit in L2 (kBf16SliceBytes); per
@@ -59,10 +59,10 @@ constinit const TileConfig kConfigBf16 = make_bf16_config();
 struct Bf16Scratch {
   std::vector<uint16_t> x;        // [tokens / 32][slice / 32][2][16 pairs][16 tokens][2]: B tiles
   std::vector<uint16_t> w;        // [slice / 32][2][16 rows][32]: a panel pair's A tiles
-  std::vector<int8_t> q;          // [cols]: one row unpacked
-  std::vector<float> scale, min;  // [cols / G]
-  std::vector<int16_t> isc;       // [cols / G] (super-block types)
-  std::vector<float> sd;          // [cols / 256] (super-block types)
+  std::vector<int8_t> q;          // [slice]: one row unpacked
+  std::vector<float> scale, min;  // [slice / G]
+  std::vector<int16_t> isc;       // [slice / G] (super-block types)
+  std::vector<float> sd;          // [slice / 256] (super-block types)
 };
 
 Bf16Scratch& bf16_scratch() {
@@ -166,13 +166,14 @@ inline void pass_bf16(const uint16_t* w, const uint16_t* x, int64_t nk, float* y
   _tile_stored(1, c[1], 64);
   _tile_stored(2, c[2], 64);
   _tile_stored(3, c[3], 64);
+  float* y1 = nt > kT ? y + kT * ldy : y;  // tokens 16-31 (unused when absent)
   store_c_tile(c[0], y, ldy, nt, nr, add);
-  store_c_tile(c[1], y + kT * ldy, ldy, nt - kT, nr, add);
+  store_c_tile(c[1], y1, ldy, nt - kT, nr, add);
   store_c_tile(c[2], y + kT, ldy, nt, nr - kT, add);
-  store_c_tile(c[3], y + kT * ldy + kT, ldy, nt - kT, nr - kT, add);
+  store_c_tile(c[3], y1 + kT, ldy, nt - kT, nr - kT, add);
 }
 
-// y[t][r] for rows [r0, r1), n >= kBf16MinTokens tokens of float activations xf [n][cols].
+// y[t][r] for rows [r0, r1), n >= bf16_min_tokens<U>() tokens of float activations xf [n][cols].
 template <class U>
 void matmul_bf16(const uint8_t* w, int64_t cols, const float* xf, int n, float* y, int64_t ldy, int64_t r0,
                  int64_t r1) {
