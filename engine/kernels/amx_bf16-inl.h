@@ -100,6 +100,19 @@ void pack_row_bf16(const uint8_t* row, int64_t cols, Bf16Scratch& s, uint16_t* o
     for (int64_t j = 0; j < cols / kBf16Block; ++j) std::memset(out + j * 2 * kBf16Tile, 0, 64);
     return;
   }
+  // Q8_0: one block per K step, straight from the blocks (through the unpacker's int8 copy, the
+  // 2048-token prefill ran 2-3% slower).
+  if constexpr (U::kType == DType::kQ8_0) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+    for (int64_t j = 0; j < cols / kBf16Block; ++j) {
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[j].d));
+      const __m128i* q = reinterpret_cast<const __m128i*>(b[j].qs);
+      const __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(q))), d);
+      const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(q + 1))), d);
+      _mm512_storeu_ps(reinterpret_cast<float*>(out + j * 2 * kBf16Tile), bf16_pairs(lo, hi));
+    }
+    return;
+  }
   U::row(row, cols, UnpackOut{s.q.data(), s.scale.data(), s.min.data(), 1, s.isc.data(), s.sd.data()});
   // W = scale[g] * q + min[g], scale[g] = d * isc[g] for super-block types: 16 values from column c.
   auto values = [&](int64_t c) {
