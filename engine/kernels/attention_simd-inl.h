@@ -17,6 +17,14 @@ constexpr int kAttnRows = 4 * AttnSimd::W;  // query rows per pass
 constexpr int kAttnKb = static_cast<int>(kAttentionKvBlock);
 static_assert(kAttnRows <= kAttentionMaxRows, "scratch is sized for kAttentionMaxRows rows");
 
+// Positions [j0, j0 + nb) of a K or V cache block as f32: in place for F32 caches, else converted
+// into buf [nb][hd].
+inline const float* kv_block(const void* cache, DType kv, int j0, int nb, int hd, float* buf) {
+  if (kv != DType::kF16) return static_cast<const float*>(cache) + int64_t{j0} * hd;
+  AttnSimd::to_f32(static_cast<const uint16_t*>(cache) + int64_t{j0} * hd, nb * hd, buf);
+  return buf;
+}
+
 // p[jj][lanes] = qt[.][lanes] . kb[jj][.] for JT consecutive positions (qt already scaled).
 template <int NV, int JT>
 inline void attn_scores_tile(const float* qt, const float* kb, int hd, float* p) {
@@ -110,14 +118,8 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
 
   for (int j0 = 0; j0 < n_pos; j0 += kAttnKb) {
     const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
-    const float* kb = static_cast<const float*>(a.k) + int64_t{j0} * hd;
-    const float* vb = static_cast<const float*>(a.v) + int64_t{j0} * hd;
-    if (a.kv == DType::kF16) {
-      AttnSimd::to_f32(static_cast<const uint16_t*>(a.k) + int64_t{j0} * hd, nb * hd, kf);
-      AttnSimd::to_f32(static_cast<const uint16_t*>(a.v) + int64_t{j0} * hd, nb * hd, vf);
-      kb = kf;
-      vb = vf;
-    }
+    const float* kb = kv_block(a.k, a.kv, j0, nb, hd, kf);
+    const float* vb = kv_block(a.v, a.kv, j0, nb, hd, vf);
     int j = 0;
     for (; j + AttnSimd::kJT <= nb; j += AttnSimd::kJT) {
       attn_scores_tile<NV, AttnSimd::kJT>(qt, kb + j * hd, hd, p + j * kAttnRows);
@@ -165,8 +167,126 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
   }
 }
 
+// ---- Few rows (a decode step): positions across the lanes ----------------------------------------
+// With at most W/2 rows (one token's GQA group: 7 heads of Qwen2.5-0.5B, 2 of Qwen3-0.6B) the row
+// lanes above would sit mostly idle while every K/V element still costs a vector FMA. Here a row's
+// scores take W positions per vector (head_dim-long dot products, W of them summed across lanes at
+// once by reduce_lanes) and p.V adds p-weighted V rows into head_dim-wide accumulators, so the work
+// grows with the rows instead of the vector width.
+constexpr int kFewRowsMax = AttnSimd::W / 2;
+static_assert(kAttnKb % AttnSimd::W == 0, "a K/V block holds whole vectors of positions");
+static_assert(kFewRowsMax * 2 <= kAttentionMaxRows, "scratch is sized for kAttentionMaxRows rows");
+alignas(64) constexpr float kLaneIndex[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static_assert(AttnSimd::W <= 16, "kLaneIndex covers the lanes");
+
+// Lane jj = qs . kb[jj] for jj < cnt <= W (head_dim % W == 0); lanes from cnt on are -inf.
+template <bool kFull>
+inline AttnSimd::V few_scores(const float* qs, const float* kb, int hd, int cnt) {
+  using V = AttnSimd::V;
+  V part[AttnSimd::W];
+#pragma GCC unroll 16
+  for (int jj = 0; jj < AttnSimd::W; ++jj) part[jj] = AttnSimd::zero();
+  for (int c = 0; c < hd; c += AttnSimd::W) {
+    const V q = AttnSimd::load(qs + c);
+#pragma GCC unroll 16
+    for (int jj = 0; jj < AttnSimd::W; ++jj) {
+      if (kFull || jj < cnt) part[jj] = AttnSimd::fmadd(q, AttnSimd::load(kb + jj * hd + c), part[jj]);
+    }
+  }
+  const V s = AttnSimd::reduce_lanes(part);
+  if constexpr (kFull) return s;
+  return AttnSimd::keep_le(s, AttnSimd::load(kLaneIndex), AttnSimd::set1(static_cast<float>(cnt - 1)), -INFINITY);
+}
+
+// o[0, NC * W) = o * corr + sum_{jj < nb} p[jj] * vb[jj][0, NC * W) (vb rows hd apart).
+template <int NC>
+inline void few_pv(const float* p, const float* vb, int hd, int nb, float corr, float* o) {
+  using V = AttnSimd::V;
+  V acc[NC];
+#pragma GCC unroll 4
+  for (int i = 0; i < NC; ++i) acc[i] = AttnSimd::mul(AttnSimd::load(o + i * AttnSimd::W), AttnSimd::set1(corr));
+  for (int jj = 0; jj < nb; ++jj) {
+    const V b = AttnSimd::set1(p[jj]);
+#pragma GCC unroll 4
+    for (int i = 0; i < NC; ++i) acc[i] = AttnSimd::fmadd(b, AttnSimd::load(vb + jj * hd + i * AttnSimd::W), acc[i]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < NC; ++i) AttnSimd::store(o + i * AttnSimd::W, acc[i]);
+}
+
+void attn_few_rows(const AttentionArgs& a, int rows, float* __restrict scratch) {
+  using V = AttnSimd::V;
+  constexpr int W = AttnSimd::W;
+  const int hd = a.head_dim;
+  float* qs = scratch;                // [rows][hd] scaled queries
+  float* ot = qs + kFewRowsMax * hd;  // [rows][hd] running sums of p * v
+  float* kf = ot + kFewRowsMax * hd;  // [kAttnKb][hd] the K block as f32 (F16 caches)
+  float* vf = kf + kAttnKb * hd;      // [kAttnKb][hd] the V block as f32
+  float* p = vf + kAttnKb * hd;       // [kAttnKb] one row's scores, then probabilities
+  float m[kFewRowsMax], l[kFewRowsMax];
+  int last[kFewRowsMax];  // the last position each row attends to
+  for (int r = 0; r < rows; ++r) {
+    const int t = r / a.group, h = r % a.group;
+    const float* q = a.q + t * a.ld + static_cast<int64_t>(h) * hd;
+    for (int d = 0; d < hd; ++d) {
+      qs[r * hd + d] = q[d] * a.scale;
+      ot[r * hd + d] = 0.0f;
+    }
+    m[r] = -INFINITY;  // position 0 is in every row's first block, so m turns finite there
+    l[r] = 0.0f;
+    last[r] = a.pos0 + t;
+  }
+  const int n_pos = a.pos0 + a.n_q;
+  for (int j0 = 0; j0 < n_pos; j0 += kAttnKb) {
+    const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
+    const float* kb = kv_block(a.k, a.kv, j0, nb, hd, kf);
+    const float* vb = kv_block(a.v, a.kv, j0, nb, hd, vf);
+    for (int r = 0; r < rows; ++r) {
+      if (j0 > last[r]) continue;  // a later token's positions (n_q > 1)
+      const int nv = last[r] - j0 + 1 < nb ? last[r] - j0 + 1 : nb;
+      V bm = AttnSimd::set1(-INFINITY);
+      for (int g = 0; g < nv; g += W) {
+        const V s = nv - g >= W ? few_scores<true>(qs + r * hd, kb + g * hd, hd, W)
+                                : few_scores<false>(qs + r * hd, kb + g * hd, hd, nv - g);
+        AttnSimd::store(p + g, s);
+        bm = AttnSimd::max(bm, s);
+      }
+      const float bmax = AttnSimd::hmax(bm), m_new = m[r] > bmax ? m[r] : bmax;
+      const float corr = std::exp(m[r] - m_new);  // 0 on the first block
+      V sum = AttnSimd::zero();
+      for (int g = 0; g < nv; g += W) {
+        V e = AttnSimd::exp(AttnSimd::sub(AttnSimd::load(p + g), AttnSimd::set1(m_new)));
+        e = AttnSimd::keep_le(e, AttnSimd::load(kLaneIndex), AttnSimd::set1(static_cast<float>(nv - g - 1)), 0.0f);
+        AttnSimd::store(p + g, e);
+        sum = AttnSimd::add(sum, e);
+      }
+      l[r] = l[r] * corr + AttnSimd::hsum(sum);
+      m[r] = m_new;
+      float* o = ot + r * hd;
+      int d = 0;
+      for (; d + 4 * W <= hd; d += 4 * W) few_pv<4>(p, vb + d, hd, nv, corr, o + d);
+      switch ((hd - d) / W) {
+        case 3: few_pv<3>(p, vb + d, hd, nv, corr, o + d); break;
+        case 2: few_pv<2>(p, vb + d, hd, nv, corr, o + d); break;
+        case 1: few_pv<1>(p, vb + d, hd, nv, corr, o + d); break;
+        default: break;
+      }
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int t = r / a.group, h = r % a.group;
+    float* o = a.out + t * a.ld + static_cast<int64_t>(h) * hd;
+    const float inv = 1.0f / l[r];
+    for (int d = 0; d < hd; ++d) o[d] = ot[r * hd + d] * inv;
+  }
+}
+
 void attend_causal(const AttentionArgs& a, float* __restrict scratch) {
   const int rows = a.n_q * a.group;
+  if (rows <= kFewRowsMax && a.head_dim % AttnSimd::W == 0) {
+    attn_few_rows(a, rows, scratch);
+    return;
+  }
   for (int r0 = 0; r0 < rows; r0 += kAttnRows) {
     const int n = rows - r0 < kAttnRows ? rows - r0 : kAttnRows;
     switch ((n + AttnSimd::W - 1) / AttnSimd::W) {

@@ -309,6 +309,19 @@ struct AttnSimd {
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V exp(V x) { return exp256(x); }
+  static float hsum(V x) { return hsum256(x); }
+  static float hmax(V x) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  }
+  // Lane i = the sum of p[i]'s lanes: two rounds of pairwise adds within 128-bit halves, then the
+  // halves' partial sums added.
+  static V reduce_lanes(const V* p) {
+    const __m256 g0 = _mm256_hadd_ps(_mm256_hadd_ps(p[0], p[1]), _mm256_hadd_ps(p[2], p[3]));
+    const __m256 g1 = _mm256_hadd_ps(_mm256_hadd_ps(p[4], p[5]), _mm256_hadd_ps(p[6], p[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20), _mm256_permute2f128_ps(g0, g1, 0x31));
+  }
   static V keep_le(V x, V j, V limit, float fill) {
     return _mm256_blendv_ps(_mm256_set1_ps(fill), x, _mm256_cmp_ps(j, limit, _CMP_LE_OQ));
   }

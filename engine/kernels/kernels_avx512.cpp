@@ -720,6 +720,29 @@ struct AttnSimd {
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V exp(V x) { return exp512(x); }
+  static float hsum(V x) { return _mm512_reduce_add_ps(x); }
+  static float hmax(V x) { return _mm512_reduce_max_ps(x); }
+  // Lane i = the sum of p[i]'s lanes: four rounds that each halve the lanes per sum and double the
+  // sums per vector, then one permute back to positional order (round four leaves lane 4k + m
+  // holding p[4m + k]).
+  static V reduce_lanes(const V* p) {
+    __m512 q[8], r[4], s[2];
+    for (int i = 0; i < 8; ++i) {
+      q[i] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], 0x44),
+                           _mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], 0xEE));
+    }
+    for (int i = 0; i < 4; ++i) {
+      r[i] = _mm512_add_ps(_mm512_shuffle_f32x4(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    for (int i = 0; i < 2; ++i) {
+      s[i] = _mm512_add_ps(_mm512_shuffle_ps(r[2 * i], r[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(r[2 * i], r[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(s[0], s[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(s[0], s[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), t);
+  }
   static V keep_le(V x, V j, V limit, float fill) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(j, limit, _CMP_LE_OQ), _mm512_set1_ps(fill), x);
   }

@@ -276,6 +276,9 @@ struct AttnSimd {
   static V sub(V a, V b) { return vsubq_f32(a, b); }
   static V max(V a, V b) { return vmaxq_f32(a, b); }
   static V exp(V x) { return exp4(x); }
+  static float hsum(V x) { return vaddvq_f32(x); }
+  static float hmax(V x) { return vmaxvq_f32(x); }
+  static V reduce_lanes(const V* p) { return vpaddq_f32(vpaddq_f32(p[0], p[1]), vpaddq_f32(p[2], p[3])); }
   static V keep_le(V x, V j, V limit, float fill) { return vbslq_f32(vcleq_f32(j, limit), x, vdupq_n_f32(fill)); }
   static void to_f32(const uint16_t* src, int n, float* dst) {
     int i = 0;

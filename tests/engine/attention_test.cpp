@@ -1,5 +1,5 @@
 // attend_causal of every supported ISA against ref::attend_causal (attend_head per token and head):
-// ragged query counts and cache depths, GQA ratios 1/2/7, head_dim 64/128 (and an odd one), F16 and
+// ragged query counts and cache depths, GQA ratios 1/2/4/7, head_dim 16/64/128 (and an odd one), F16 and
 // F32 KV, prompts continuing after cached tokens; scratch and output bounds are checked by canaries.
 #include <gtest/gtest.h>
 
@@ -105,6 +105,15 @@ TEST_P(AttentionTest, DecodeOneTokenMatchesReference) {
         for (int pos0 : {0, 1, 31, 32, 33, 200, 1000}) check(k(), {1, pos0, group, hd}, kv, 2.0f);
       }
     }
+  }
+}
+
+TEST_P(AttentionTest, FewRowsSpanningBlockEdgesMatchReference) {
+  // Few rows (up to half a vector: positions run across the lanes instead) from several tokens,
+  // whose last positions straddle a 32-position K/V block edge, so some rows skip the last block.
+  const Shape shapes[] = {{4, 30, 2, 64}, {8, 60, 1, 128}, {2, 31, 4, 64}, {3, 94, 1, 64}, {2, 15, 1, 16}};
+  for (DType kv : {DType::kF32, DType::kF16}) {
+    for (const Shape& s : shapes) check(k(), s, kv, 2.0f);
   }
 }
 
