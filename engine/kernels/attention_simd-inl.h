@@ -18,10 +18,19 @@ constexpr int kAttnKb = static_cast<int>(kAttentionKvBlock);
 static_assert(kAttnRows <= kAttentionMaxRows, "scratch is sized for kAttentionMaxRows rows");
 
 // Positions [j0, j0 + nb) of a K or V cache block as f32: in place for F32 caches, else converted
-// into buf [nb][hd].
-inline const float* kv_block(const void* cache, DType kv, int j0, int nb, int hd, float* buf) {
+// into buf [nb][hd], each 64-byte line's conversion prefetching the same line of the next block
+// (up to n_pos) towards L2: the blocks are read in bursts between computations, and the hardware
+// prefetcher alone left the conversion waiting on memory (Qwen3-0.6B decode at depth 2048, 2
+// threads: 31.1 tok/s without, 34.3 with; into L1 30.6, non-temporal 22.3, two blocks ahead 33.0).
+inline const float* kv_block(const void* cache, DType kv, int j0, int nb, int n_pos, int hd, float* buf) {
   if (kv != DType::kF16) return static_cast<const float*>(cache) + int64_t{j0} * hd;
-  AttnSimd::to_f32(static_cast<const uint16_t*>(cache) + int64_t{j0} * hd, nb * hd, buf);
+  const uint16_t* src = static_cast<const uint16_t*>(cache) + int64_t{j0} * hd;
+  const int n = nb * hd, ahead = (n_pos - j0 - nb) * hd;  // halves
+  constexpr int kLine = 32;  // halves per 64-byte line
+  for (int i = 0; i < n; i += kLine) {
+    if (i < ahead) __builtin_prefetch(src + n + i, 0, 1);
+    AttnSimd::to_f32(src + i, n - i < kLine ? n - i : kLine, buf + i);
+  }
   return buf;
 }
 
@@ -118,8 +127,8 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
 
   for (int j0 = 0; j0 < n_pos; j0 += kAttnKb) {
     const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
-    const float* kb = kv_block(a.k, a.kv, j0, nb, hd, kf);
-    const float* vb = kv_block(a.v, a.kv, j0, nb, hd, vf);
+    const float* kb = kv_block(a.k, a.kv, j0, nb, n_pos, hd, kf);
+    const float* vb = kv_block(a.v, a.kv, j0, nb, n_pos, hd, vf);
     int j = 0;
     for (; j + AttnSimd::kJT <= nb; j += AttnSimd::kJT) {
       attn_scores_tile<NV, AttnSimd::kJT>(qt, kb + j * hd, hd, p + j * kAttnRows);
@@ -239,8 +248,8 @@ void attn_few_rows(const AttentionArgs& a, int rows, float* __restrict scratch) 
   const int n_pos = a.pos0 + a.n_q;
   for (int j0 = 0; j0 < n_pos; j0 += kAttnKb) {
     const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
-    const float* kb = kv_block(a.k, a.kv, j0, nb, hd, kf);
-    const float* vb = kv_block(a.v, a.kv, j0, nb, hd, vf);
+    const float* kb = kv_block(a.k, a.kv, j0, nb, n_pos, hd, kf);
+    const float* vb = kv_block(a.v, a.kv, j0, nb, n_pos, hd, vf);
     for (int r = 0; r < rows; ++r) {
       if (j0 > last[r]) continue;  // a later token's positions (n_q > 1)
       const int nv = last[r] - j0 + 1 < nb ? last[r] - j0 + 1 : nb;
