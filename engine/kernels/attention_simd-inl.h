@@ -1,16 +1,18 @@
-// attend_causal (see KernelTable) on SIMD vectors, written once for AVX2 and AVX-512. Query rows
+// attend_causal (see KernelTable) on SIMD vectors, written once for AVX2, AVX-512 and NEON. Query rows
 // (token x head of one GQA group) run across the vector lanes, up to 4 vectors of them per pass:
 // scores, the online-softmax max/sum and the output accumulators are then plain lane-wise
 // operations (no horizontal sums), and each K/V element, broadcast from the f32 copy of its block,
 // feeds every row of the pass. A pass walks K/V in blocks of kAttentionKvBlock positions: scores
 // -> new running max -> rescale of the sums so far -> p = exp(s - max) -> p . V. Only blocks that
-// reach past the pass's first row's position need the causal mask.
+// reach past the pass's first row's position need the causal mask. A decode step's few rows take
+// the other layout (attn_few_rows below): positions across the lanes.
 //
 // Include inside the per-ISA anonymous namespace after defining `struct AttnSimd`:
 //   using V; W (lanes); kJT (K positions per score tile); kDT (head dims per p.V tile);
 //   zero, set1, load, store, fmadd, mul, add, sub, max, exp (clamped, as exp256/exp512);
 //   keep_le(x, j, limit, fill): x in lanes where j <= limit, else fill;
-//   to_f32(src, n, dst): n halves -> floats.
+//   to_f32(src, n, dst): n halves -> floats;
+//   hsum, hmax (x): the sum / maximum of x's lanes; reduce_lanes(p): lane i = hsum(p[i]), W vectors.
 // No include guard on purpose.
 
 constexpr int kAttnRows = 4 * AttnSimd::W;  // query rows per pass
