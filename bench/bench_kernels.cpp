@@ -1,8 +1,10 @@
 // Per-kernel bench (llm.c dev/cuda pattern): every ISA's matmul is first validated against the scalar
 // reference on the same data, then timed; one JSON line per (isa, dtype, shape, n) with GB/s of
 // weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one]
-// [shape: qkv|gate_up|down|lm_head] [exact: also rms_err_vs_exact, against the float activations].
-// Shapes are Qwen2.5-0.5B's; the K-quants run on the rows that hold whole 256-element blocks.
+// [shape: qkv|gate_up|down|lm_head|q3_qkv|q3_o|q3_gate_up|q3_down|q3_lm_head]
+// [exact: also rms_err_vs_exact, against the float activations]. ANELM_BENCH_ISA=avx2 (say) times that
+// table only (the scalar reference still validates); ANELM_BENCH_N=1,4,128 only those token counts. Shapes are Qwen2.5-0.5B's and Qwen3-0.6B's
+// (q3_*); the K-quants run on the rows that hold whole 256-element blocks.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -93,8 +95,21 @@ int main(int argc, char** argv) {
   const std::string only = argc > 2 ? argv[2] : "";
   const std::string only_shape = argc > 3 ? argv[3] : "";
   const bool exact_errors = argc > 4 && std::string(argv[4]) == "exact";
+  std::vector<int> only_n;  // ANELM_BENCH_N=1,4,128: only these token counts
+  if (const char* ns = std::getenv("ANELM_BENCH_N")) {
+    for (const char* p = ns; *p;) {
+      char* end = nullptr;
+      only_n.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+      p = *end == ',' ? end + 1 : end;
+      if (end == p && *p) break;
+    }
+  }
   struct Shape { const char* name; int64_t rows, cols; };
-  const Shape shapes[] = {{"qkv", 1152, 896}, {"gate_up", 9728, 896}, {"down", 896, 4864}, {"lm_head", 151936, 896}};
+  // Qwen2.5-0.5B's, then Qwen3-0.6B's (d 1024: every row whole 256-blocks, so the K-quant files
+  // users download run all their matrices through the K-quant kernels).
+  const Shape shapes[] = {{"qkv", 1152, 896},         {"gate_up", 9728, 896},      {"down", 896, 4864},
+                          {"lm_head", 151936, 896},   {"q3_qkv", 4096, 1024},      {"q3_o", 1024, 2048},
+                          {"q3_gate_up", 6144, 1024}, {"q3_down", 1024, 3072},     {"q3_lm_head", 151936, 1024}};
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   int failures = 0;
@@ -109,6 +124,7 @@ int main(int argc, char** argv) {
       if (!only.empty() && only != dtype_name(t)) continue;  // K-quants: only rows of whole 256-blocks
       const auto w = dtype_quantizable(t) ? encode(wf, t, s.rows, s.cols) : random_blocks(t, s.rows, s.cols, rng);
       for (int n : {1, 2, 4, 8, 16, 64, 128, 256, 512}) {  // 2-8: a batched decode step of that many sequences
+        if (!only_n.empty() && std::find(only_n.begin(), only_n.end(), n) == only_n.end()) continue;
         if (s.rows > 20000 && n > 8) continue;  // the LM head runs for each sequence's last token only
         std::vector<float> x(static_cast<size_t>(n * s.cols));
         for (float& v : x) v = nd(rng);
@@ -140,6 +156,9 @@ int main(int argc, char** argv) {
           return std::sqrt(err / mag);
         };
         for (Isa isa : supported_isas()) {
+          if (const char* only_isa = std::getenv("ANELM_BENCH_ISA"); only_isa && *only_isa && only_isa != std::string(isa_name(isa))) {
+            continue;
+          }
           const KernelTable* k = kernel_table(isa);
           const MatmulFn mm = k->matmul[dtype_index(t)];
           mm(w.data(), s.cols, x.data(), xq, n, got.data(), s.rows, 0, s.rows);

@@ -51,14 +51,18 @@
 //    over kMaxHeldBytes, ...) found before a call was announced is content, verbatim: never lost,
 //    never an exception. A call is announced (kToolCallStart) once its name is known and its
 //    arguments value has begun; its arguments then stream. If an announced call turns out
-//    truncated (end of output inside it) or invalid (arguments not a JSON object):
+//    truncated (end of output inside it) or invalid (arguments not a JSON object, or not JSON):
 //      - parse_message returns that whole block, from its opening marker (and the whitespace
 //        before it) to the end of the output, as content; calls before that block are kept;
-//      - StreamParser cannot take back what it streamed: the call stays, with the arguments
-//        received so far (as the OpenAI API does when max_tokens cuts a call), and text after
+//      - StreamParser cannot take back what it streamed (the call's start and fragments), but
+//        message() drops the call: a call there always has complete JSON arguments. Text after
 //        the failure is content.
-//    This is the only case where the two differ. A truncated closing marker after complete calls
-//    ("</tool_") is dropped; a missing one is tolerated.
+//    A truncated closing marker after complete calls ("</tool_") is dropped; a missing one is
+//    tolerated.
+//  * The end of a cut output (StreamParser::finish(cut = true): the token limit or a stop string
+//    ended it): a partial marker at the end ("<tool_ca", "<thi") and a call block that did not
+//    complete are dropped, neither content nor calls (the markup never finished, so it is not the
+//    model's text). At a natural end they are content, as above.
 //  * Call ids are generated, never taken from the model: "call_" + 24 alphanumerics, or 9
 //    alphanumerics for kMistral (its templates require that). ParseOptions::id_seed makes them
 //    reproducible.
@@ -158,8 +162,9 @@ class Machine;
 // until its name and the start of its arguments are known (bounded by kMaxHeldBytes). finish()
 // flushes at the end of generation; feed() after finish() is ignored. Never throws on any input
 // (std::bad_alloc aside). The kToolCallStart delta of a call carries index, id and name; its
-// kToolCallArgs deltas follow with the same index. The server answers finish_reason "tool_calls"
-// when message().tool_calls is non-empty.
+// kToolCallArgs deltas follow with the same index (indices count announced calls, dropped ones
+// included). The server answers finish_reason "tool_calls" when message().tool_calls is non-empty
+// (and the output was not cut by the token limit).
 class StreamParser {
  public:
   StreamParser(ChatFormat format, ParseOptions options);
@@ -168,8 +173,14 @@ class StreamParser {
   StreamParser& operator=(StreamParser&&) noexcept;
 
   std::vector<Delta> feed(std::string_view piece);
-  std::vector<Delta> finish();
-  const ParsedMessage& message() const;  // everything emitted so far (== the concatenated deltas)
+  // `cut`: the output was cut short (see "Decisions").
+  std::vector<Delta> finish(bool cut = false);
+  // Everything emitted so far (== the concatenated deltas, less calls dropped as unfinished or
+  // invalid: a call here has complete JSON arguments).
+  const ParsedMessage& message() const;
+  // Inside a tool call's markup, from the last byte of its opening marker (Llama 3 / generic: the
+  // reply's first '{') to the end of its block: where a stop string must not cut the output.
+  bool in_tool_call() const;
 
  private:
   std::unique_ptr<detail::Machine> machine_;

@@ -135,6 +135,98 @@ bool MarkerMatcher::step(char c, std::string& text) {
   return false;
 }
 
+namespace {
+
+// A recursive-descent reader over one JSON value; depth bounded by the caller's limit.
+struct JsonSyntax {
+  std::string_view s;
+  std::size_t i = 0;
+  int max_depth;
+
+  void ws() {
+    while (i < s.size() && is_ws(s[i])) ++i;
+  }
+  bool lit(std::string_view w) {
+    if (s.substr(i, w.size()) != w) return false;
+    i += w.size();
+    return true;
+  }
+  bool digits() {
+    const std::size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i > start;
+  }
+  bool number() {
+    if (i < s.size() && s[i] == '-') ++i;
+    if (i < s.size() && s[i] == '0') {
+      ++i;
+    } else if (!digits()) {
+      return false;
+    }
+    if (i < s.size() && s[i] == '.' && (++i, !digits())) return false;
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+      ++i;
+      if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+      if (!digits()) return false;
+    }
+    return true;
+  }
+  bool string() {  // after the opening quote
+    StringDecoder dec;
+    std::string sink;
+    while (i < s.size()) {
+      const char c = s[i++];
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      sink.clear();
+      switch (dec.feed(c, sink)) {
+        case StringDecoder::Result::kEnd: return true;
+        case StringDecoder::Result::kError: return false;
+        case StringDecoder::Result::kMore: break;
+      }
+    }
+    return false;
+  }
+  bool value(int depth) {
+    ws();
+    if (i >= s.size()) return false;
+    const char c = s[i];
+    if (c == '"') return ++i, string();
+    if (c == '{' || c == '[') {
+      if (depth >= max_depth) return false;
+      const char close = c == '{' ? '}' : ']';
+      ++i;
+      ws();
+      if (i < s.size() && s[i] == close) return ++i, true;
+      for (;;) {
+        if (c == '{') {
+          ws();
+          if (i >= s.size() || s[i] != '"' || (++i, !string())) return false;
+          ws();
+          if (i >= s.size() || s[i++] != ':') return false;
+        }
+        if (!value(depth + 1)) return false;
+        ws();
+        if (i >= s.size()) return false;
+        if (s[i] == close) return ++i, true;
+        if (s[i++] != ',') return false;
+      }
+    }
+    if (c == 't') return lit("true");
+    if (c == 'f') return lit("false");
+    if (c == 'n') return lit("null");
+    return number();
+  }
+};
+
+}  // namespace
+
+bool is_json_text(std::string_view text, int max_depth) {
+  JsonSyntax r{text, 0, max_depth};
+  if (!r.value(0)) return false;
+  r.ws();
+  return r.i == text.size();
+}
+
 }  // namespace detail
 
 std::string make_call_id(ToolSyntax syntax, std::uint64_t& state) {

@@ -32,6 +32,11 @@ class StringDecoder {
   std::uint32_t high_ = 0;  // a pending high surrogate
 };
 
+// True when `text` is one JSON value (RFC 8259 syntax, whitespace around it allowed) nested at most
+// `max_depth` deep. Syntax only: a number of any length is a number (a parser that converts to
+// double may refuse one that overflows; the JSON text is still valid).
+bool is_json_text(std::string_view text, int max_depth);
+
 // Finds one marker in a byte stream (Knuth-Morris-Pratt): step() hands back the bytes that can no
 // longer be part of a match; the bytes of a partial match are held (pending()).
 class MarkerMatcher {

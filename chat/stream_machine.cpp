@@ -52,38 +52,56 @@ void Machine::feed(std::string_view piece) {
   }
 }
 
-void Machine::finish() {
+void Machine::finish(bool cut) {
   if (finished_) return;
   if (mode_ == Mode::kReasonPrefix) {
     std::string pre = std::move(pre_buf_);
     leave_reason_prefix();
-    replay(pre, false, 0);
+    if (!cut) replay(pre, false, 0);  // cut: a partial open marker, dropped
   }
   if (mode_ == Mode::kStartCheck) {
     std::string start = std::move(start_buf_);
+    const bool partial_tag = tag_k_ > 0;
     start_buf_.clear();
     tag_k_ = 0;
     plain_content();
-    replay(start, false, 0);
+    if (!(cut && partial_tag)) replay(start, false, 0);
   }
   if (mode_ == Mode::kBlock) {
     if (bs_ == BS::kTrailer || bs_ == BS::kEnvEnd) {
       end_block();  // calls complete; a truncated closing marker is dropped
     } else {
-      fail_block(false);
+      // An announced call that did not complete is not a call (its streamed fragments cannot be
+      // taken back; the final message drops it). The rest of the block: content at a natural end
+      // (malformed markup), dropped when the output was cut (markup that never completed).
+      drop_open_call();
+      if (cut) {
+        held_.clear();
+        trigger_.reset();
+        content_.ws.clear();
+        mode_ = Mode::kContent;
+        detect_ = false;
+      } else {
+        fail_block(false);
+      }
     }
   }
   switch (mode_) {
     case Mode::kReasoning: {
       std::string tail(think_close_.pending());
       think_close_.reset();
-      for (char c : tail) put(reasoning_, c);
+      if (!cut)
+        for (char c : tail) put(reasoning_, c);
       reasoning_.ws.clear();
       break;
     }
     case Mode::kContent: {
       std::string tail(trigger_.pending());
       trigger_.reset();
+      if (cut && !tail.empty()) {
+        content_.ws.clear();  // whitespace before a call is dropped, and the call's marker with it
+        break;
+      }
       for (char c : tail) put(content_, c);
       emit(Delta::Kind::kContent, content_.ws);
       content_.ws.clear();
@@ -117,7 +135,7 @@ void Machine::emit(Delta::Kind kind, std::string_view text, int index) {
       msg_.reasoning.append(text);
       break;
     case Delta::Kind::kToolCallArgs:
-      msg_.tool_calls[static_cast<std::size_t>(index)].arguments.append(text);
+      msg_.tool_calls.back().arguments.append(text);  // only the open call streams arguments
       break;
     case Delta::Kind::kToolCallStart:
       break;
@@ -335,8 +353,10 @@ void Machine::end_block() {
   }
 }
 
-// The block is not what it seemed: what it held is content, verbatim.
+// The block is not what it seemed: what it held is content, verbatim. A call it announced is not
+// a call (its fragments were streamed; the final message drops it).
 void Machine::fail_block(bool current_in_held) {
+  drop_open_call();
   if (current_in_held && !held_.empty()) held_.pop_back();
   emit(Delta::Kind::kContent, held_);
   if (!held_.empty()) content_.at_start = false;
@@ -347,6 +367,13 @@ void Machine::fail_block(bool current_in_held) {
   } else {
     plain_content();
   }
+}
+
+void Machine::drop_open_call() {
+  if (!call_open_) return;
+  msg_.tool_calls.pop_back();
+  blocks_.back().dropped = true;
+  call_open_ = false;
 }
 
 void Machine::start_call(Ctx ctx) {
@@ -364,8 +391,9 @@ void Machine::start_call(Ctx ctx) {
 
 void Machine::commit() {
   committed_ = true;
+  call_open_ = true;
   blocks_.back().committed = true;
-  index_ = static_cast<int>(msg_.tool_calls.size());
+  index_ = announced_++;
   ToolCall call;
   call.id = make_call_id(fmt_.tools, rng_);
   call.name = name_;
@@ -401,6 +429,9 @@ bool Machine::finish_call() {
     }
     commit();
   }
+  // Arguments that are not JSON (the reader above follows only strings and nesting) make no call.
+  if (call_open_ && !is_json_text(msg_.tool_calls.back().arguments, kMaxJsonDepth + 1)) drop_open_call();
+  call_open_ = false;
   held_.clear();
   return true;
 }

@@ -40,12 +40,19 @@ class Machine {
     std::size_t first_call = 0;   // index of its first call
     bool committed = false;       // a call of this block was announced
     bool ok = false;              // the block completed
+    bool dropped = false;         // a call it announced was dropped (unfinished or not JSON)
   };
 
   Machine(ChatFormat format, ParseOptions options);
 
   void feed(std::string_view piece);
-  void finish();
+  // `cut`: the output was cut short (token limit, stop string), so a partial marker at its end is
+  // the likely start of markup and is dropped, as is an unfinished call block; otherwise both are
+  // content. Either way a call that was announced but did not complete leaves message().
+  void finish(bool cut = false);
+  // Inside a tool call's markup: from the last byte of its opening marker (Llama 3 / generic: the
+  // reply's '{') to the end of the call block.
+  bool in_tool_call() const { return mode_ == Mode::kBlock; }
 
   std::vector<Delta> take_deltas() { return std::exchange(out_, {}); }
   const ParsedMessage& message() const { return msg_; }
@@ -106,6 +113,7 @@ class Machine {
   void begin_block(std::string held);
   void end_block();
   void fail_block(bool current_in_held);
+  void drop_open_call();
   void start_call(Ctx ctx);
   void commit();
   void put_args(std::string_view text);
@@ -158,7 +166,9 @@ class Machine {
   bool have_name_ = false;
   bool args_seen_ = false;
   bool committed_ = false;
-  int index_ = 0;
+  bool call_open_ = false;  // a call was announced and its object is not complete yet
+  int index_ = 0;      // the open call's delta index
+  int announced_ = 0;  // calls announced so far (delta indices; dropped calls keep theirs)
   std::string args_buf_;
   bool args_nonws_ = false;
   std::string args_ws_;

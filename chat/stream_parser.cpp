@@ -20,12 +20,14 @@ std::vector<Delta> StreamParser::feed(std::string_view piece) {
   return machine_->take_deltas();
 }
 
-std::vector<Delta> StreamParser::finish() {
-  machine_->finish();
+std::vector<Delta> StreamParser::finish(bool cut) {
+  machine_->finish(cut);
   return machine_->take_deltas();
 }
 
 const ParsedMessage& StreamParser::message() const { return machine_->message(); }
+
+bool StreamParser::in_tool_call() const { return machine_->in_tool_call(); }
 
 ParsedMessage parse_message(std::string_view text, const ChatFormat& format,
                             const ParseOptions& options) {
@@ -39,13 +41,13 @@ ParsedMessage parse_message(std::string_view text, const ChatFormat& format,
   for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
     const auto& b = blocks[bi];
     if (!b.committed) continue;
-    bool bad = !b.ok;
+    bool bad = !b.ok || b.dropped;
     const std::size_t end_call =
         bi + 1 < blocks.size() ? blocks[bi + 1].first_call : msg.tool_calls.size();
     for (std::size_t i = b.first_call; !bad && i < end_call; ++i) {
       const auto& args = msg.tool_calls[i].arguments;
       const auto first = args.find_first_not_of(" \t\r\n");
-      bad = first == std::string::npos || args[first] != '{' || !nlohmann::json::accept(args);
+      bad = first == std::string::npos || args[first] != '{' || !detail::is_json_text(args, kMaxJsonDepth + 1);
     }
     if (bad) {
       msg.content.resize(b.content_len);

@@ -77,6 +77,9 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   }
 
   c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
+  // llama.cpp's pooling types 0-3. Rank (4: a reranker's classifier head) and unknown values leave
+  // kNone: the model still generates, and /v1/embeddings needs --embeddings (mean pooling) for it.
+  if (auto v = g.find_int(p + "pooling_type"); v && *v >= 0 && *v <= 3) c.pooling = static_cast<Pooling>(*v);
   // The declared id, as HF config.json's bos_token_id; whether a prompt gets it is the tokenizer's
   // business (tokenizer.ggml.add_bos_token).
   if (auto bos = find_token_id(g, "tokenizer.ggml.bos_token_id")) c.bos_id = *bos;

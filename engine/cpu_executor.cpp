@@ -151,7 +151,7 @@ void CpuExecutor::attention(const LayerBatch& b) {
       const float* cs = a.rope_cs(t, pos);
       k_.rope(q, n_heads, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
       k_.rope(kr, n_kv, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
-      const int64_t at = static_cast<int64_t>(pos) * kv.row_bytes();
+      const int64_t at = static_cast<int64_t>(s.kv_base + pos) * kv.row_bytes();
       for (int h = 0; h < n_kv; ++h) {
         k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);
         k_.store_kv(vr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.v(b.layer, h)) + at);
@@ -184,8 +184,9 @@ void CpuExecutor::attention(const LayerBatch& b) {
       args.q = a.q.data() + off;
       args.out = a.att.data() + off;
       args.ld = q_dim;
-      args.k = s.kv->k(b.layer, h);
-      args.v = s.kv->v(b.layer, h);
+      const int64_t base = static_cast<int64_t>(s.kv_base) * s.kv->row_bytes();
+      args.k = static_cast<const uint8_t*>(s.kv->k(b.layer, h)) + base;
+      args.v = static_cast<const uint8_t*>(s.kv->v(b.layer, h)) + base;
       args.kv = s.kv->dtype();
       args.n_q = std::min(block, s.n - t0);
       args.pos0 = s.pos + t0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -32,6 +33,28 @@ std::optional<DType> weights_type_from_name(std::string_view name) {
   const std::optional<DType> t = dtype_from_name(name);
   if (t && (*t == DType::kF16 || dtype_is_quantized(*t))) return t;
   return std::nullopt;
+}
+
+void Engine::embed_start(EmbedRequest, EmbedDoneCallback) {
+  throw Error(ErrorKind::kUnsupported, "this engine does not compute embeddings");
+}
+
+bool Engine::embed_step() { return false; }
+
+EmbedResult Engine::embed(EmbedRequest req) {
+  EmbedResult out;
+  std::optional<Error> err;
+  bool done = false;
+  embed_start(std::move(req), [&](EmbedResult&& r, const Error* e) {
+    out = std::move(r);
+    if (e) err = *e;
+    done = true;
+  });
+  while (!done && embed_step()) {
+  }
+  if (err) throw *err;
+  if (!done) throw Error(ErrorKind::kInternal, "the embedding request ended without a result");
+  return out;
 }
 
 namespace {
@@ -84,7 +107,9 @@ class LocalEngine final : public Engine {
         ctx_(resolve_ctx(opts, model_->config)),
         tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
-             opts.kv_type, pool_.size(), opts.prompt_cache_bytes, opts.parallel) {
+             opts.kv_type, pool_.size(), opts.prompt_cache_bytes, opts.parallel),
+        max_batch_(opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_)),
+        kv_type_(opts.kv_type) {
     if (opts.backend == Backend::kAne) {
       if (model_->config.qk_norm) {  // the layer programs have no per-head q/k RMSNorm
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(model_->config.arch)) +
@@ -100,6 +125,7 @@ class LocalEngine final : public Engine {
         }
       }
     }
+    if (opts.embeddings || model_->config.pooling != Pooling::kNone) make_embedder();
     if (opts.background_residency) {
       copy_ = std::make_unique<ResidentCopy>(*model_);
       copier_ = std::thread([this] {
@@ -158,6 +184,17 @@ class LocalEngine final : public Engine {
     return gen_.step();
   }
 
+  void embed_start(EmbedRequest req, EmbedDoneCallback on_done) override {
+    if (!emb_) make_embedder();
+    emb_->start(std::move(req), std::move(on_done));
+  }
+
+  bool embed_step() override {
+    if (!emb_) return false;
+    adopt_resident_copy();
+    return emb_->step();
+  }
+
   std::span<const float> forward(std::span<const int> tokens, int start_pos, bool all_logits) override {
     adopt_resident_copy();
     return gen_.forward(tokens, start_pos, all_logits);
@@ -169,6 +206,15 @@ class LocalEngine final : public Engine {
   int ctx_;
   Transformer tf_;
   Generator gen_;
+  int max_batch_;
+  DType kv_type_;
+  std::unique_ptr<Embedder> emb_;  // created at load or by the first embedding request
+
+  // Inputs share the scratch cache at distinct bases only on the CPU layers (the ANE programs read
+  // each sequence's cache from position 0).
+  void make_embedder() {
+    emb_ = std::make_unique<Embedder>(tf_, ctx_, max_batch_, kv_type_, pool_.size(), /*pack=*/!ane_);
+  }
   // Between forward passes (sequences may be running: their KV never points at weights): point the
   // views at the finished background copy.
   void adopt_resident_copy() {

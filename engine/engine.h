@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/generation.h"
 #include "engine/model_config.h"
 #include "engine/tensor.h"
@@ -41,6 +42,10 @@ struct EngineOptions {
   // Copy the mapped weights into huge-page memory on a background thread, serving from the mapping
   // meanwhile (a server is ready at once); false: copy before load returns (benchmarks, tools).
   bool background_residency = false;
+  // Allocate the embedding scratch (a ctx-position KV cache and a batch of activations) at load:
+  // the server's --embeddings. An embedding model (pooling_type in the file) always does; otherwise
+  // the first embed_start() allocates it.
+  bool embeddings = false;
   // Tests only: adjusts the ANE backend's options (e.g. runs the device self-check on the
   // simulator, or injects a faulty "device"); empty in production.
   std::function<void(AneBackendOptions&)> ane_test_options;
@@ -90,6 +95,16 @@ class Engine {
   virtual int parallel() const = 0;
   virtual bool start(GenerateRequest req, TokenCallback on_token, DoneCallback on_done) = 0;
   virtual bool step() = 0;
+
+  // Embeddings (see Embedder): embed_start() queues a request (throws as validate_embed_request),
+  // embed_step() runs one batched forward pass over queued inputs and returns whether any remain.
+  // on_done reports each request exactly once, from embed_step(). Separate from start()/step():
+  // the driver alternates them. The defaults throw Error(kUnsupported).
+  void validate(const EmbedRequest& req) const { validate_embed_request(req, config(), ctx()); }
+  virtual void embed_start(EmbedRequest req, EmbedDoneCallback on_done);
+  virtual bool embed_step();
+  // embed_start, then embed_step until the request ends (tests, benchmarks); throws its error.
+  EmbedResult embed(EmbedRequest req);
 
   // Low level, for tests and benchmarks: run `tokens` at positions [start_pos, start_pos + n)
   // (the cache must hold positions < start_pos); returns logits of the last token, or of every

@@ -15,6 +15,9 @@ struct SeqRows {
   int n = 0;
   int pos = 0;             // position of the first of these tokens in its sequence
   KvCache* kv = nullptr;   // the sequence's K/V: written at [pos, pos + n), read at [0, pos + i]
+  // First cache position of this sequence: several short sequences may share one cache (embedding
+  // batches), each at its own base. Only the CPU executor honours it; others are given 0.
+  int kv_base = 0;
 };
 
 // One decoder layer's work over a batch whose rows are tokens of one or more sequences (continuous

@@ -36,6 +36,16 @@ const char* arch_name(Arch a) {
   return "unknown";
 }
 
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::kNone: return "none";
+    case Pooling::kMean: return "mean";
+    case Pooling::kCls: return "cls";
+    case Pooling::kLast: return "last";
+  }
+  return "unknown";
+}
+
 namespace {
 
 // Collects "field = value (why)" lines so one error can name every inconsistency.

@@ -12,6 +12,11 @@ enum class Arch { kLlama, kQwen2, kQwen3 };
 
 const char* arch_name(Arch a);
 
+// How an embedding is pooled from the final hidden states (after the output norm); the values are
+// llama.cpp's llama_pooling_type, as GGUF stores them in `<arch>.pooling_type`.
+enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
+const char* pooling_name(Pooling p);
+
 // Llama-3's rope scaling (transformers' _compute_llama3_parameters) as per-pair divisors of the
 // RoPE frequency, as llama.cpp's converter writes them to rope_freqs: wavelengths beyond
 // old_ctx / low_freq_factor slowed by `factor`, below old_ctx / high_freq_factor kept, blended between.
@@ -48,6 +53,9 @@ struct ModelConfig {
   bool tie_embeddings = false; // LM head shares the token embedding
   int bos_id = -1;             // -1: none
   std::vector<int> eos_ids;    // end-of-generation ids (EOS, EOT, ...)
+  // GGUF `<arch>.pooling_type`: kNone for a generative model; anything else marks an embedding
+  // model (Qwen3-Embedding: kLast), which the server serves on /v1/embeddings without --embeddings.
+  Pooling pooling = Pooling::kNone;
 
   // Divisors of each RoPE pair's frequency (rope_dim / 2), empty when unscaled: GGUF rope_freqs, or
   // computed from HF rope_scaling {"rope_type": "llama3", factor, low/high_freq_factor,

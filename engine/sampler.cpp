@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace anelm::engine {
 
@@ -90,6 +91,21 @@ void apply_penalties(std::vector<float>& logits, const SamplingParams& p, std::s
   }
 }
 
+// OpenAI logit_bias, in place. -100 is documented as "should result in a ban": the token's logit
+// becomes -inf (unless that would leave no token at all, when the bias is only added).
+void apply_logit_bias(std::vector<float>& logits, const std::vector<std::pair<int, float>>& bias) {
+  const int n = static_cast<int>(logits.size());
+  int banned = 0;
+  for (const auto& [id, b] : bias)
+    if (id >= 0 && id < n && b <= -100.0f) ++banned;
+  const bool ban = banned < n;  // never ban every token (the distribution would be empty)
+  for (const auto& [id, b] : bias) {
+    if (id < 0 || id >= n) continue;
+    float& l = logits[static_cast<size_t>(id)];
+    l = ban && b <= -100.0f ? -std::numeric_limits<float>::infinity() : l + b;
+  }
+}
+
 // Sorts the best `k` candidates to the front (ties by id); returns k.
 size_t partial_sort_best(std::vector<std::pair<float, int>>& cand, size_t k) {
   k = std::min(k, cand.size());
@@ -129,9 +145,11 @@ void top_logprobs(std::span<const float> logits, int n, float lse, std::vector<s
 int sample(std::span<const float> logits, const SamplingParams& p, std::span<const int> history, Rng& rng,
            SampleScratch& s) {
   std::span<const float> l = logits;
-  if (has_penalties(p) && !history.empty()) {
-    s.logits.assign(logits.begin(), logits.end());
-    apply_penalties(s.logits, p, history, s.window);
+  const bool penalties = has_penalties(p) && !history.empty();
+  if (penalties || !p.logit_bias.empty()) {
+    s.logits.assign(logits.begin(), logits.end());  // the scratch keeps its capacity: no allocation
+    apply_logit_bias(s.logits, p.logit_bias);
+    if (penalties) apply_penalties(s.logits, p, history, s.window);
     l = s.logits;
   }
   if (p.temperature <= 0.0f) return argmax(l);
@@ -157,6 +175,8 @@ int sample(std::span<const float> logits, const SamplingParams& p, std::span<con
   if (!sorted) {
     for (size_t i = 1; i < n; ++i) mx = std::max(mx, s.cand[i].first);
   }
+  // Every candidate -inf (a mask and a logit_bias ban together): no distribution to draw from.
+  if (!(mx > -std::numeric_limits<float>::infinity())) return argmax(l);
   // Probabilities (unnormalised, relative to the max) replace logits in place.
   double total = 0.0;
   for (size_t i = 0; i < n; ++i) {

@@ -18,6 +18,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // OpenAI: subtract count * value
   int penalty_last_n = 64;          // window of history the penalties look at
   uint64_t seed = 0;                // same seed, same output
+  // OpenAI logit_bias: (token id, bias) added to the logit before everything else (greedy too);
+  // a bias <= -100 bans the token outright. Ids outside the vocabulary are skipped.
+  std::vector<std::pair<int, float>> logit_bias;
 };
 
 // Deterministic 64-bit generator (splitmix64 seeding, xoshiro256**), owned by one sequence.
@@ -39,7 +42,7 @@ struct SampleScratch {
   std::vector<int> window;                  // sorted copy of the penalty window
 };
 
-// Picks the next token id. Order: penalties over the last penalty_last_n history ids (repetition as
+// Picks the next token id. Order: logit_bias, then penalties over the last penalty_last_n history ids (repetition as
 // llama.cpp: logit > 0 ? logit / pen : logit * pen; then OpenAI presence/frequency: logit -= count *
 // frequency + (count > 0) * presence), then temperature (<= 0: argmax, ties to the lowest id), then
 // top-k, top-p (smallest prefix with cumulative p >= top_p), min-p (p >= min_p * p_max), then one

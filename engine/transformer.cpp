@@ -33,6 +33,14 @@ void Transformer::logits(Activations& acts, const float* x, int n, std::span<con
   parallel_linear(pool_, k_, acts.xb.data(), m, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
 }
 
+void Transformer::output_norm(const float* x, int n, float* out) const {
+  const int d = cfg_.d_model;
+  const auto* norm = static_cast<const float*>(w_.out_norm.data);
+  for (int i = 0; i < n; ++i) {
+    k_.rmsnorm(x + static_cast<int64_t>(i) * d, norm, cfg_.rms_eps, d, out + static_cast<int64_t>(i) * d);
+  }
+}
+
 bool Transformer::step(const BatchStep& b, Activations& acts, const std::function<bool()>& abort) {
   const int n = static_cast<int>(b.tokens.size());
   const int d = cfg_.d_model;

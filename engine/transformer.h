@@ -66,6 +66,10 @@ class Transformer {
   // true the pass stops and step returns false, leaving the batch's K/V rows incomplete.
   bool step(const BatchStep& b, Activations& acts, const std::function<bool()>& abort = {});
 
+  // out[i][d_model] = final_rmsnorm(x[i]) for n consecutive residual rows, on the CPU (also when a
+  // head executor is set): the hidden states embeddings are pooled from, without the LM head.
+  void output_norm(const float* x, int n, float* out) const;
+
  private:
   // out[i][vocab] = lm_head . rmsnorm(x[rows[i]]); rows empty: every one of the n rows of x.
   void logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out);

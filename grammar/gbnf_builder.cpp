@@ -1,35 +1,38 @@
-// Rule collection, repetition expansion, checks and lowering for parsed GBNF.
+// Rule collection, repetition expansion, checks, alternative merging and lowering for parsed GBNF.
 #include "grammar/gbnf_builder.h"
 
-#include <functional>
+#include <algorithm>
 
 namespace anelm::grammar {
 
 uint32_t GrammarBuilder::add_rule(std::string name) {
   if (rules_.size() >= kMaxRules) throw Error("grammar too large: more than " + std::to_string(kMaxRules) + " rules");
-  rules_.push_back(Rule{std::move(name), {}, false, {}});
+  tick();
+  rules_.push_back(Rule{std::move(name), {}, false, 0, {}});
   return static_cast<uint32_t>(rules_.size() - 1);
 }
 
-uint32_t GrammarBuilder::named_rule(const std::string& name, const std::string& where) {
+uint32_t GrammarBuilder::named_rule(const std::string& name, size_t offset, const std::string& in_rule) {
   auto it = by_name_.find(name);
   if (it != by_name_.end()) return it->second;
   uint32_t id = add_rule(name);
-  rules_[id].first_use = where;
+  rules_[id].first_use = offset;
+  rules_[id].used_in = in_rule;
   by_name_[name] = id;
   return id;
 }
 
 void GrammarBuilder::count_elements(size_t n) {
   elements_ += n;
+  tick(n);
   if (elements_ > kMaxElements) {
     throw Error("grammar too large: more than " + std::to_string(kMaxElements) + " elements after expanding repetitions");
   }
 }
 
-void GrammarBuilder::define(uint32_t rule, std::vector<Sequence> alts, const std::string& where) {
+void GrammarBuilder::define(uint32_t rule, std::vector<Sequence> alts, size_t offset) {
   Rule& r = rules_[rule];
-  if (r.defined) throw Error("rule '" + r.name + "' defined twice (" + where + ")");
+  if (r.defined) throw Error("rule '" + r.name + "' defined twice (" + where_(offset, r.name) + ")");
   for (const auto& a : alts) count_elements(a.size() + 1);
   r.alts = std::move(alts);
   r.defined = true;
@@ -45,6 +48,7 @@ uint32_t GrammarBuilder::generated_rule(const std::string& owner, const char* wh
 }
 
 uint32_t GrammarBuilder::add_charset(CharSet set) {
+  tick();
   charsets_.push_back(std::move(set));
   return static_cast<uint32_t>(charsets_.size() - 1);
 }
@@ -76,21 +80,92 @@ Sequence GrammarBuilder::repeat(const Sequence& unit, int min, int max, const st
   return out;
 }
 
+void GrammarBuilder::factor_alternatives() {
+  // Alternatives of one rule that begin with the same bytes share those bytes and continue in a new
+  // rule holding their tails: "abc" | "abd" | "x" becomes "ab" t | "x" with t ::= "c" | "d". An
+  // enum of 50,000 literals then costs the matcher one live parse stack per distinct next byte,
+  // not one per literal. New rules are appended, so the loop visits them too; every element is
+  // looked at a bounded number of times per trie level it belongs to (total: linear).
+  std::vector<uint32_t> order;
+  std::vector<uint8_t> grouped;
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    if (rules_[r].alts.size() < 2) continue;
+    std::vector<Sequence> alts = std::move(rules_[r].alts);
+    tick(alts.size());
+    order.clear();
+    for (uint32_t i = 0; i < alts.size(); ++i)
+      if (!alts[i].empty() && alts[i][0].kind == ElemKind::Byte) order.push_back(i);
+    if (order.size() < 2) {
+      rules_[r].alts = std::move(alts);
+      continue;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return alts[a][0].value < alts[b][0].value; });
+    grouped.assign(alts.size(), 0);
+    std::vector<Sequence> out;
+    for (size_t a = 0; a < order.size();) {
+      size_t b = a + 1;
+      while (b < order.size() && alts[order[b]][0].value == alts[order[a]][0].value) ++b;
+      if (b - a >= 2) {
+        const Sequence& lead = alts[order[a]];
+        size_t k = 1;
+        for (bool same = true; same && k < lead.size() && lead[k].kind == ElemKind::Byte; k += same) {
+          for (size_t j = a + 1; j < b && same; ++j) {
+            const Sequence& s = alts[order[j]];
+            same = k < s.size() && s[k].kind == ElemKind::Byte && s[k].value == lead[k].value;
+          }
+        }
+        tick((b - a) * k);
+        Sequence head(lead.begin(), lead.begin() + static_cast<std::ptrdiff_t>(k));
+        std::vector<Sequence> tails;
+        tails.reserve(b - a);
+        for (size_t j = a; j < b; ++j) {
+          Sequence& s = alts[order[j]];
+          tails.emplace_back(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+          grouped[order[j]] = 1;
+        }
+        const uint32_t sub = add_rule(rules_[r].name + "/trie" + std::to_string(rules_.size()));
+        rules_[sub].alts = std::move(tails);
+        rules_[sub].defined = true;
+        head.push_back(Elem{ElemKind::Ref, sub});
+        out.push_back(std::move(head));
+      }
+      a = b;
+    }
+    for (uint32_t i = 0; i < alts.size(); ++i)
+      if (!grouped[i]) out.push_back(std::move(alts[i]));
+    rules_[r].alts = std::move(out);
+  }
+}
+
 void GrammarBuilder::check_left_recursion() const {
   // A rule may reach itself without consuming a byte when it sits, after only nullable elements,
   // at the start of its own expansion. The matcher would loop forever on such a rule.
+  // Nullable rules by a worklist (linear; a fixpoint loop over all rules is quadratic on chains).
   std::vector<bool> nullable(rules_.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules_.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const auto& alt : rules_[r].alts) {
-        bool all = true;
-        for (const auto& e : alt) all = all && e.kind == ElemKind::Ref && nullable[e.value];
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
+  std::vector<uint32_t> pending, alt_rule, queue;
+  std::vector<std::vector<uint32_t>> users(rules_.size());
+  for (uint32_t r = 0; r < rules_.size(); ++r) {
+    tick(rules_[r].alts.size());
+    for (const auto& alt : rules_[r].alts) {
+      const bool refs_only = std::all_of(alt.begin(), alt.end(), [](const Elem& e) { return e.kind == ElemKind::Ref; });
+      if (!refs_only) continue;
+      if (alt.empty()) {
+        if (!nullable[r]) nullable[r] = true, queue.push_back(r);
+        continue;
+      }
+      const auto id = static_cast<uint32_t>(pending.size());
+      pending.push_back(static_cast<uint32_t>(alt.size()));
+      alt_rule.push_back(r);
+      for (const auto& e : alt) users[e.value].push_back(id);
+    }
+  }
+  while (!queue.empty()) {
+    const uint32_t v = queue.back();
+    queue.pop_back();
+    for (uint32_t id : users[v]) {
+      if (--pending[id] == 0 && !nullable[alt_rule[id]]) {
+        nullable[alt_rule[id]] = true;
+        queue.push_back(alt_rule[id]);
       }
     }
   }
@@ -138,19 +213,21 @@ void GrammarBuilder::check_left_recursion() const {
 
 std::shared_ptr<Grammar> GrammarBuilder::finish(const std::string& root) {
   for (const auto& r : rules_) {
-    if (!r.defined) throw Error("undefined rule '" + r.name + "' (" + r.first_use + ")");
+    if (!r.defined) throw Error("undefined rule '" + r.name + "' (" + where_(r.first_use, r.used_in) + ")");
   }
   auto it = by_name_.find(root);
   if (it == by_name_.end()) throw Error("grammar has no rule '" + root + "' to start from");
   check_left_recursion();
+  factor_alternatives();
 
   auto g = std::make_shared<Grammar>();
   g->root = it->second;
   g->charsets = std::move(charsets_);
-  g->elems.reserve(elements_);
-  for (const auto& r : rules_) {
+  g->elems.reserve(elements_ + rules_.size());
+  for (auto& r : rules_) {
+    tick(r.alts.size());
     g->rule_alts.push_back(static_cast<uint32_t>(g->alt_starts.size()));
-    g->rule_names.push_back(r.name);
+    g->rule_names.push_back(std::move(r.name));
     for (const auto& alt : r.alts) {
       g->alt_starts.push_back(static_cast<uint32_t>(g->elems.size()));
       g->elems.insert(g->elems.end(), alt.begin(), alt.end());

@@ -1,30 +1,30 @@
 // Internal: collects rules while a GBNF text is parsed, expands repetitions into rules, checks the
-// result (undefined rules, left recursion, size) and lowers it to the flat Grammar.
+// result (undefined rules, left recursion, size), merges alternatives that share leading bytes, and
+// lowers it to the flat Grammar. Every step is linear in the rules and elements it is given.
 #pragma once
 
-#include <map>
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/rules.h"
 
 namespace anelm::grammar {
 
-// Limits that keep a hostile grammar from exhausting memory or time.
-inline constexpr size_t kMaxGrammarBytes = 512 * 1024;
-inline constexpr int kMaxRepetition = 10000;
-inline constexpr int kMaxNesting = 64;
-inline constexpr size_t kMaxRules = 200000;    // named and generated together
-inline constexpr size_t kMaxElements = 2000000;
-
 using Sequence = std::vector<Elem>;
 
 class GrammarBuilder {
  public:
-  // The id of a named rule, created undefined on first use; `where` is kept for error messages.
-  uint32_t named_rule(const std::string& name, const std::string& where);
-  void define(uint32_t rule, std::vector<Sequence> alts, const std::string& where);
+  // `where(offset, rule)` formats a source position for a message; called only on errors, so
+  // positions cost nothing while parsing.
+  using Where = std::function<std::string(size_t offset, const std::string& rule)>;
+  GrammarBuilder(Where where, CompileBudget* budget) : where_(std::move(where)), budget_(budget) {}
+
+  // The id of a named rule, created undefined on first use at `offset` inside rule `in_rule`.
+  uint32_t named_rule(const std::string& name, size_t offset, const std::string& in_rule);
+  void define(uint32_t rule, std::vector<Sequence> alts, size_t offset);
   // A rule generated for a group or repetition inside rule `owner`.
   uint32_t generated_rule(const std::string& owner, const char* what, std::vector<Sequence> alts);
   uint32_t add_charset(CharSet set);
@@ -37,15 +37,22 @@ class GrammarBuilder {
     std::string name;
     std::vector<Sequence> alts;
     bool defined = false;
-    std::string first_use;  // "line L:C in rule 'x'" of the first reference
+    size_t first_use = 0;    // source offset of the first reference
+    std::string used_in;     // the rule holding it
   };
   uint32_t add_rule(std::string name);
   Elem as_element(const Sequence& unit, const std::string& owner);
   void count_elements(size_t n);
+  void factor_alternatives();
   void check_left_recursion() const;
+  void tick(size_t n = 1) const {
+    if (budget_) budget_->tick(n);
+  }
 
+  Where where_;
+  CompileBudget* budget_;
   std::vector<Rule> rules_;
-  std::map<std::string, uint32_t> by_name_;
+  std::unordered_map<std::string, uint32_t> by_name_;
   std::vector<CharSet> charsets_;
   size_t elements_ = 0;
 };

@@ -14,7 +14,7 @@ bool is_name_char(char c) {
 
 class Parser {
  public:
-  Parser(std::string_view text, GrammarBuilder& b) : src_(text), b_(b) {}
+  Parser(std::string_view text, GrammarBuilder& b, CompileBudget* budget) : src_(text), b_(b), budget_(budget) {}
 
   void parse_all() {
     skip_space();
@@ -25,13 +25,13 @@ class Parser {
       skip_space();
       if (src_.substr(pos_, 3) != "::=") fail("expected '::=' after rule name '" + name + "'");
       pos_ += 3;
-      uint32_t id = b_.named_rule(name, where(at));
+      uint32_t id = b_.named_rule(name, at, rule_);
       auto alts = parse_alternates(0);
       if (pos_ < src_.size()) {
         if (src_[pos_] == ')') fail("unmatched ')'");
         if (!starts_rule()) fail(std::string("unexpected '") + src_[pos_] + "'");
       }
-      b_.define(id, std::move(alts), where(at));
+      b_.define(id, std::move(alts), at);
       skip_space();
     }
   }
@@ -39,16 +39,22 @@ class Parser {
  private:
   [[noreturn]] void fail(const std::string& what) const { throw Error("GBNF: " + what + " (" + where(pos_) + ")"); }
 
-  std::string where(size_t at) const {
+  std::string where(size_t at) const { return describe(src_, at, rule_); }
+
+ public:
+  // "line L:C in rule 'x'": a scan from the start, so only for error messages.
+  static std::string describe(std::string_view src, size_t at, const std::string& rule) {
     size_t line = 1, col = 1;
-    for (size_t i = 0; i < at && i < src_.size(); ++i) {
-      if (src_[i] == '\n') ++line, col = 1;
+    for (size_t i = 0; i < at && i < src.size(); ++i) {
+      if (src[i] == '\n') ++line, col = 1;
       else ++col;
     }
     std::string s = "line " + std::to_string(line) + ":" + std::to_string(col);
-    if (!rule_.empty()) s += " in rule '" + rule_ + "'";
+    if (!rule.empty()) s += " in rule '" + rule + "'";
     return s;
   }
+
+ private:
 
   void skip_space() {
     while (pos_ < src_.size()) {
@@ -97,6 +103,7 @@ class Parser {
       if (pos_ >= src_.size()) break;
       char c = src_[pos_];
       if (c == '|' || c == ')' || starts_rule()) break;
+      if (budget_) budget_->tick();
       Sequence unit = parse_primary(depth);
       skip_space();
       if (pos_ < src_.size()) unit = parse_postfix(std::move(unit));
@@ -124,7 +131,7 @@ class Parser {
     if (is_name_char(c)) {
       size_t at = pos_;
       std::string name = parse_name();
-      return {Elem{ElemKind::Ref, b_.named_rule(name, where(at))}};
+      return {Elem{ElemKind::Ref, b_.named_rule(name, at, rule_)}};
     }
     fail(std::string("unexpected character '") + c + "'");
   }
@@ -259,19 +266,21 @@ class Parser {
 
   std::string_view src_;
   GrammarBuilder& b_;
+  CompileBudget* budget_;
   size_t pos_ = 0;
   std::string rule_;
 };
 
 }  // namespace
 
-std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, std::string_view root) {
-  if (text.size() > kMaxGrammarBytes) {
+std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, std::string_view root, const GbnfOptions& options) {
+  if (text.size() > options.max_bytes) {
     throw Error("GBNF: grammar text of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
-                std::to_string(kMaxGrammarBytes));
+                std::to_string(options.max_bytes));
   }
-  GrammarBuilder builder;
-  Parser(text, builder).parse_all();
+  GrammarBuilder builder([text](size_t at, const std::string& rule) { return Parser::describe(text, at, rule); },
+                         options.budget);
+  Parser(text, builder, options.budget).parse_all();
   return builder.finish(std::string(root));
 }
 

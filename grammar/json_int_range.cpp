@@ -51,45 +51,56 @@ std::string same_length(const std::string& x, const std::string& y) {
   return join_alts(alts);
 }
 
-uint64_t pow10(size_t n) {
-  uint64_t p = 1;
+using Mag = unsigned __int128;
+
+std::string text(Mag v) {
+  std::string s;
+  do s += static_cast<char>('0' + static_cast<int>(v % 10)), v /= 10;
+  while (v);
+  return std::string(s.rbegin(), s.rend());
+}
+
+Mag pow10(size_t n) {
+  Mag p = 1;
   while (n--) p *= 10;
   return p;
 }
 
 // Magnitudes in [a, b]; b absent = any number of digits up to the cap.
-std::vector<std::string> magnitude_alts(uint64_t a, std::optional<uint64_t> b) {
+std::vector<std::string> magnitude_alts(Mag a, std::optional<Mag> b) {
   std::vector<std::string> alts;
-  size_t la = std::to_string(a).size();
-  size_t lb = b ? std::to_string(*b).size() : std::max<size_t>(la, kMaxIntegerDigits);
+  size_t la = text(a).size();
+  size_t lb = b ? text(*b).size() : std::max<size_t>(la, kMaxIntegerDigits);
   for (size_t len = la; len <= lb; ++len) {
-    uint64_t lo = len == la ? a : pow10(len - 1);
+    Mag lo = len == la ? a : pow10(len - 1);
     if (!b && len > la) {  // every longer number up to the cap, in one alternative
       alts.push_back(seq("[1-9]", "[0-9]{" + std::to_string(len - 1) + "," + std::to_string(lb - 1) + "}"));
       break;
     }
-    std::string hi = b && len == lb ? std::to_string(*b) : std::string(len, '9');
-    alts.push_back(same_length(std::to_string(lo), hi));
+    std::string hi = b && len == lb ? text(*b) : std::string(len, '9');
+    alts.push_back(same_length(text(lo), hi));
   }
   return alts;
 }
 
-uint64_t magnitude(int64_t v) { return v < 0 ? uint64_t(0) - static_cast<uint64_t>(v) : static_cast<uint64_t>(v); }
+Mag magnitude(IntBound v) { return v < 0 ? static_cast<Mag>(-v) : static_cast<Mag>(v); }
 
 }  // namespace
 
-std::string int_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t> hi) {
+std::string int_bound_text(IntBound v) { return (v < 0 ? "-" : "") + text(magnitude(v)); }
+
+std::string int_range_gbnf(std::optional<IntBound> lo, std::optional<IntBound> hi) {
   std::vector<std::string> alts;
   if (!lo || *lo < 0) {  // negatives: "-" and a magnitude of at least 1
-    uint64_t mag_lo = hi && *hi < 0 ? magnitude(*hi) : 1;
-    std::optional<uint64_t> mag_hi;
+    Mag mag_lo = hi && *hi < 0 ? magnitude(*hi) : 1;
+    std::optional<Mag> mag_hi;
     if (lo) mag_hi = magnitude(*lo);
     for (auto& a : magnitude_alts(mag_lo, mag_hi)) alts.push_back(seq("\"-\"", a));
   }
   if (!hi || *hi >= 0) {
-    uint64_t from = lo && *lo > 0 ? static_cast<uint64_t>(*lo) : 0;
-    std::optional<uint64_t> to;
-    if (hi) to = static_cast<uint64_t>(*hi);
+    Mag from = lo && *lo > 0 ? static_cast<Mag>(*lo) : 0;
+    std::optional<Mag> to;
+    if (hi) to = static_cast<Mag>(*hi);
     for (auto& a : magnitude_alts(from, to)) alts.push_back(a);
   }
   std::string s = "(";

@@ -33,12 +33,21 @@ const std::vector<Primitive>& primitives() {
       {"json-array", R"("[" ws ( json-value ( ws "," ws json-value )* ws )? "]")", {"json-value", "ws"}},
       {"json-value", R"(json-object | json-array | json-string | json-number | json-boolean | json-null)",
        {"json-object", "json-array", "json-string", "json-number", "json-boolean", "json-null"}},
-      {"json-date", R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))", {}},
+      // Only real calendar days (the day count of each month; 29 February is left out, since a
+      // grammar cannot tell leap years cheaply) and no leap second: every text is a valid RFC 3339
+      // date / time, as validators check them.
+      {"json-date",
+       R"([0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ))",
+       {}},
       {"json-time",
-       R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" ( [0-5] [0-9] | "60" ) ( "." [0-9]{1,9} )? ( [zZ] | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))",
+       R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( [zZ] | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))",
        {}},
       {"json-date-time", R"(json-date [tT] json-time)", {"json-date", "json-time"}},
       {"json-uuid", R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})", {}},
+      // Not in llama.cpp: conservative forms (a subset of RFC 5321 / RFC 3986 texts that validators
+      // accept), with no characters JSON would need to escape.
+      {"json-email", R"([a-zA-Z0-9_+-]{1,64} ( "." [a-zA-Z0-9_+-]{1,64} ){0,8} "@" [a-zA-Z0-9] [a-zA-Z0-9-]{0,62} ( "." [a-zA-Z0-9] [a-zA-Z0-9-]{0,62} ){1,8})", {}},
+      {"json-uri", R"([a-zA-Z] [a-zA-Z0-9+.-]{0,31} ":" [a-zA-Z0-9._~!$&'()*+,;=:@/?#%-]{1,2000})", {}},
   };
   return kAll;
 }
@@ -66,11 +75,29 @@ std::string need_primitive(SchemaConverter& out, const std::string& name) {
 }
 
 std::string SchemaConverter::fresh_name(const std::string& base) {
-  std::string name = sanitize(base);
-  for (int i = 2; index_.count(name); ++i) name = sanitize(base) + "-" + std::to_string(i);
+  const std::string clean = sanitize(base);
+  std::string name = clean;
+  if (index_.count(name)) {
+    // Suffixes are taken in order per base, so this loop only skips names that a different base
+    // produced (e.g. base "a-2" against "a" + "-2"): amortised O(1).
+    int& next = next_suffix_[clean];
+    if (next < 2) next = 2;
+    do name = clean + "-" + std::to_string(next++);
+    while (index_.count(name));
+  }
   index_[name] = rules_.size();  // reserved now, body filled by add_rule
   rules_.emplace_back(name, "");
+  count_bytes(name.size() + 6);
   return name;
+}
+
+void SchemaConverter::count_bytes(size_t n) {
+  bytes_ += n;
+  if (budget_) budget_->tick(1 + n / 64);
+  if (bytes_ > max_bytes_) {
+    throw Error("grammar too large: the schemas generate more than " + std::to_string(max_bytes_) +
+                " bytes of grammar");
+  }
 }
 
 bool SchemaConverter::has_rule(const std::string& name) const { return index_.count(name) != 0; }
@@ -80,6 +107,7 @@ void SchemaConverter::ensure_rule(const std::string& name, const std::string& bo
 }
 
 void SchemaConverter::add_rule(const std::string& name, const std::string& body) {
+  count_bytes(body.size());
   auto it = index_.find(name);
   if (it != index_.end()) {
     rules_[it->second].second = body;
@@ -91,6 +119,7 @@ void SchemaConverter::add_rule(const std::string& name, const std::string& body)
 
 std::string SchemaConverter::gbnf() const {
   std::string s;
+  s.reserve(bytes_ + rules_.size() * 8);
   for (const auto& [name, body] : rules_) s += name + " ::= " + body + "\n";
   return s;
 }

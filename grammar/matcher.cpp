@@ -41,8 +41,19 @@ int Matcher::fill_mask(std::span<uint8_t> allowed) const {
   if (allowed.size() < static_cast<size_t>(vocab_->size())) throw Error("fill_mask: span smaller than the vocabulary");
   std::fill(allowed.begin(), allowed.end(), uint8_t{0});
   if (state_ < 0) return 0;
-  const VocabTrie& t = *vocab_->trie_;
   StateStore& store = *store_;
+  const size_t n_tok = vocab_->kind_.size();
+  if (const std::vector<uint64_t>* bits = store.cached_mask(state_)) {
+    int count = 0;
+    for (size_t w = 0; w < bits->size(); ++w) {
+      for (uint64_t word = (*bits)[w]; word; word &= word - 1) {
+        allowed[w * 64 + static_cast<size_t>(__builtin_ctzll(word))] = 1;
+        ++count;
+      }
+    }
+    return count;
+  }
+  const VocabTrie& t = *vocab_->trie_;
   int count = 0;
   // states[d] = grammar state after the first d bytes of the current trie path.
   std::vector<int32_t> states(static_cast<size_t>(t.max_depth) + 1);
@@ -63,10 +74,14 @@ int Matcher::fill_mask(std::span<uint8_t> allowed) const {
     ++i;
   }
   if (can_end()) {
-    for (size_t id = 0; id < vocab_->kind_.size(); ++id) {
+    for (size_t id = 0; id < n_tok; ++id) {
       if (vocab_->kind_[id] == Vocab::kEog) allowed[id] = 1, ++count;
     }
   }
+  // The walk may have grown the store's tables but never changes state_'s meaning: cache it.
+  std::vector<uint64_t>& bits = store.new_mask(state_, n_tok);
+  for (size_t id = 0; id < n_tok; ++id)
+    if (allowed[id]) bits[id / 64] |= uint64_t{1} << (id % 64);
   return count;
 }
 

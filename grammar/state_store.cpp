@@ -9,7 +9,8 @@ StateStore::StateStore(const Grammar& g) : g_(g) {
   frames_.push_back(Frame{0, 0, -1});  // id 0: the empty stack (the whole input matched)
   std::vector<int32_t> work, out;
   for (uint32_t a = g.rule_alts[g.root]; a < g.rule_alts[g.root + 1]; ++a) work.push_back(frame(g.alt_starts[a], 0, 0));
-  initial_ = close(work, out) ? intern(out) : kDead;
+  close(work, out);
+  initial_ = intern(out);
 }
 
 int32_t StateStore::frame(uint32_t pos, uint32_t utf8, int32_t parent) {
@@ -25,25 +26,28 @@ int32_t StateStore::frame(uint32_t pos, uint32_t utf8, int32_t parent) {
   return it->second;
 }
 
-bool StateStore::close(std::vector<int32_t>& work, std::vector<int32_t>& out) {
+void StateStore::close(std::vector<int32_t>& work, std::vector<int32_t>& out) {
   if (++epoch_ == 0) std::fill(seen_.begin(), seen_.end(), 0u), epoch_ = 1;
   size_t visited = 0;
+  bool cut = false;
   while (!work.empty()) {
     int32_t id = work.back();
     work.pop_back();
     if (seen_.size() < frames_.size()) seen_.resize(frames_.size() * 2, 0);
     if (seen_[static_cast<size_t>(id)] == epoch_) continue;
     seen_[static_cast<size_t>(id)] = epoch_;
-    if (++visited > 64 * kMaxStacks) return false;
-    if (id == 0) {
+    if (id == 0) {  // the finished parse is always kept: it decides whether the text may end
       out.push_back(0);
       continue;
+    }
+    if (++visited > kMaxClosureWork || out.size() >= kMaxStacks) {
+      cut = true;
+      continue;  // drain the work list (cheap) so that a finished parse still in it is kept
     }
     Frame f = frames_[static_cast<size_t>(id)];
     const Elem& e = g_.elems[f.pos];
     if (e.kind != ElemKind::Ref) {  // frame() never leaves an End on top
       out.push_back(id);
-      if (out.size() > kMaxStacks) return false;
       continue;
     }
     // Tail call: a reference that ends its alternative returns straight to the parent, so
@@ -53,13 +57,14 @@ bool StateStore::close(std::vector<int32_t>& work, std::vector<int32_t>& out) {
       work.push_back(frame(g_.alt_starts[a], 0, next));
     }
   }
-  return true;
+  pruned_ += cut;
 }
 
 int32_t StateStore::intern(std::vector<int32_t>& stacks) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-  if (stacks.empty() || stacks.size() > kMaxStacks) return kDead;
+  if (stacks.empty()) return kDead;
+  if (stacks.size() > kMaxStacks) stacks.resize(kMaxStacks), ++pruned_;  // 0, the finished parse, sorts first
   key_.assign(reinterpret_cast<const char*>(stacks.data()), stacks.size() * sizeof(int32_t));
   if (auto it = set_ids_.find(key_); it != set_ids_.end()) return it->second;
   auto id = static_cast<int32_t>(sets_.size());
@@ -87,7 +92,7 @@ int32_t StateStore::compute(int32_t state, uint8_t byte) {
       else out.push_back(frame(f.pos, u, f.parent));  // mid code point: still on this element
     }
   }
-  if (!close(work, out)) return kDead;
+  close(work, out);
   return intern(out);
 }
 

@@ -21,8 +21,14 @@ class StateStore {
   explicit StateStore(const Grammar& g);
 
   static constexpr int32_t kDead = -1;
-  // More live stacks than this in one state means a grammar too ambiguous to follow: refused.
-  static constexpr size_t kMaxStacks = 1024;
+  // Live parse stacks kept per state. A grammar that is ambiguous for longer (an alternation of
+  // thousands of rules, an optional repeated thousands of times, an exponential chain) keeps the
+  // first kMaxStacks found and drops the rest: every kept stack is a real parse, so the output still
+  // matches the grammar and can still be completed; only some of the valid texts become
+  // unreachable. The matcher never dies of it.
+  static constexpr size_t kMaxStacks = 4096;
+  // Frames one closure may visit (its cost per computed transition), for the same reason.
+  static constexpr size_t kMaxClosureWork = 64 * kMaxStacks;
 
   int32_t initial() const { return initial_; }
   int32_t step(int32_t state, uint8_t byte) {
@@ -36,10 +42,39 @@ class StateStore {
   }
   bool can_end(int32_t state) const { return can_end_[static_cast<size_t>(state)] != 0; }
   // Only the empty stack is left: the grammar has matched and nothing else may follow.
-  bool done(int32_t state) const { return sets_[static_cast<size_t>(state)] == std::vector<int32_t>{0}; }
+  bool done(int32_t state) const {
+    const std::vector<int32_t>& s = sets_[static_cast<size_t>(state)];
+    return s.size() == 1 && s[0] == 0;
+  }
+  size_t stacks(int32_t state) const { return sets_[static_cast<size_t>(state)].size(); }
+  size_t pruned() const { return pruned_; }  // closures cut at kMaxStacks / kMaxClosureWork
   size_t size() const { return frames_.size() + sets_.size() * 64; }
   // Re-interns `state` of `other` (same grammar) here; used to start afresh when the memo is big.
   int32_t import(const StateStore& other, int32_t state);
+
+  // Token masks of recently masked states (a bit per token), so a state the generation comes back
+  // to (inside a string, between members) costs a copy, not a trie walk. At most kMaskCacheStates
+  // per store (about 19 KB each for a 152k vocabulary); the oldest is replaced.
+  static constexpr size_t kMaskCacheStates = 64;
+  const std::vector<uint64_t>* cached_mask(int32_t state) const {
+    auto it = mask_index_.find(state);
+    return it == mask_index_.end() ? nullptr : &masks_[it->second].second;
+  }
+  std::vector<uint64_t>& new_mask(int32_t state, size_t tokens) {
+    size_t slot;
+    if (masks_.size() < kMaskCacheStates) {
+      slot = masks_.size();
+      masks_.emplace_back();
+    } else {
+      slot = next_mask_slot_;
+      next_mask_slot_ = (next_mask_slot_ + 1) % kMaskCacheStates;
+      mask_index_.erase(masks_[slot].first);
+    }
+    masks_[slot].first = state;
+    masks_[slot].second.assign((tokens + 63) / 64, 0);
+    mask_index_[state] = slot;
+    return masks_[slot].second;
+  }
 
  private:
   static constexpr int32_t kUnknown = -2;
@@ -57,8 +92,9 @@ class StateStore {
   };
 
   int32_t frame(uint32_t pos, uint32_t utf8, int32_t parent);
-  // Adds to out the terminal-topped stacks reachable from `work` without consuming input.
-  bool close(std::vector<int32_t>& work, std::vector<int32_t>& out);
+  // Adds to out the terminal-topped stacks reachable from `work` without consuming input (at most
+  // kMaxStacks of them).
+  void close(std::vector<int32_t>& work, std::vector<int32_t>& out);
   int32_t intern(std::vector<int32_t>& stacks);
   int32_t compute(int32_t state, uint8_t byte);
   int32_t import_frame(const StateStore& other, int32_t f, std::unordered_map<int32_t, int32_t>& memo);
@@ -75,6 +111,10 @@ class StateStore {
   std::vector<int32_t> work_, out_;
   std::vector<uint32_t> seen_;  // frame id -> epoch it was last reached in close()
   uint32_t epoch_ = 0;
+  size_t pruned_ = 0;
+  std::vector<std::pair<int32_t, std::vector<uint64_t>>> masks_;
+  std::unordered_map<int32_t, size_t> mask_index_;
+  size_t next_mask_slot_ = 0;
   std::string key_;
 };
 

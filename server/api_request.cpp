@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "engine/json_depth.h"
 #include "server/api_error.h"
@@ -20,6 +21,8 @@ constexpr int kMaxTokensCap = 1 << 20;  // far above any context; rejects absurd
 constexpr size_t kMaxStops = 4;
 constexpr size_t kMaxStopBytes = 256;
 constexpr int kMaxChoices = 16;
+constexpr size_t kMaxPrompts = 64;           // /v1/completions prompts per request (and prompts x n)
+constexpr size_t kMaxLogitBias = 1024;       // logit_bias entries
 constexpr size_t kMaxTools = 128;
 constexpr size_t kMaxGrammarBytes = 64 * 1024;
 
@@ -107,15 +110,36 @@ std::vector<std::string> parse_stop(const json& j) {
 constexpr const char* kGenerationFieldNames[] = {
     "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
     "frequency_penalty", "repetition_penalty", "seed", "stop", "stream", "stream_options", "n",
-    "response_format", "grammar", "logit_bias", "user"};
+    "response_format", "grammar", "logit_bias"};
 
-// A 400 naming the first field that is neither shared nor one of `own`: nothing is silently ignored.
-void reject_unknown_fields(const json& j, std::initializer_list<const char*> own) {
+// Fields that would change the output and are not implemented: a 400 naming them, never ignored.
+// (Accepted when null, or, for modalities, when it asks for text only.)
+constexpr const char* kUnimplementedFieldNames[] = {
+    "audio",               // spoken output
+    "prediction",          // predicted outputs (speculative decoding against a given text)
+    "web_search_options",  // a server-side web search
+    "functions",           // the deprecated form of tools: send tools
+    "function_call",       // the deprecated form of tool_choice: send tool_choice
+};
+
+// A field that is neither shared, one of `own`, nor refused above has no meaning for a local
+// server (store, metadata, user, service_tier, prompt_cache_key, safety_identifier, verbosity, ...)
+// or is unknown: accepted, and logged at debug level so that a user can see what was ignored.
+void check_top_level_fields(const json& j, std::initializer_list<const char*> own) {
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* k : kGenerationFieldNames) known = known || key == k;
     for (const char* k : own) known = known || key == k;
-    if (!known) throw invalid_field(key, "unsupported field '" + key + "'");
+    if (known || value.is_null()) continue;
+    for (const char* k : kUnimplementedFieldNames)
+      if (key == k) throw invalid_field(key, "'" + key + "' is not supported by this server");
+    if (key == "modalities") {  // ["text"] is the default and means nothing else
+      bool text_only = value.is_array();
+      if (text_only)
+        for (const json& m : value) text_only = text_only && m.is_string() && m.get<std::string>() == "text";
+      if (!text_only) throw invalid_field("modalities", "only the \"text\" modality is supported");
+    }
+    spdlog::debug("request field '{}' ignored (no meaning for this server)", key);
   }
 }
 
@@ -123,14 +147,33 @@ void reject_unknown_fields(const json& j, std::initializer_list<const char*> own
 void reject_unsupported(const json& j) {
   if (auto b = get_int(j, "best_of", 1, std::numeric_limits<int>::max()); b && *b != 1)
     throw invalid_field("best_of", "only best_of = 1 is supported");
-  if (const json* lb = field(j, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
-    throw invalid_field("logit_bias", "logit_bias is not supported");
   if (const json* s = field(j, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
     throw invalid_field("suffix", "suffix is not supported");
   if (const json* m = field(j, "model"); m && !m->is_string())
     throw invalid_field("model", "model must be a string");
-  if (const json* u = field(j, "user"); u && !u->is_string())
-    throw invalid_field("user", "user must be a string");
+}
+
+// logit_bias: {"token id": bias in [-100, 100]}. Ids are checked against the vocabulary by the
+// handler (validate_logit_bias), which knows it.
+std::vector<std::pair<int, float>> parse_logit_bias(const json& j) {
+  std::vector<std::pair<int, float>> out;
+  const json* lb = field(j, "logit_bias");
+  if (!lb) return out;
+  if (!lb->is_object()) throw invalid_field("logit_bias", "logit_bias must be an object mapping token ids to numbers");
+  if (lb->size() > kMaxLogitBias)
+    throw invalid_field("logit_bias", "logit_bias is limited to " + std::to_string(kMaxLogitBias) + " entries");
+  for (const auto& [key, value] : lb->items()) {
+    const std::string where = "logit_bias." + key;
+    bool digits = !key.empty() && key.size() <= 10;
+    for (char c : key) digits = digits && c >= '0' && c <= '9';
+    if (!digits || std::stoll(key) > std::numeric_limits<int>::max())
+      throw invalid_field(where, "logit_bias keys must be token ids (non-negative integers), got '" + key + "'");
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100.0 ||
+        value.get<double>() > 100.0)
+      throw invalid_field(where, where + " must be a number in [-100, 100]");
+    out.emplace_back(static_cast<int>(std::stoll(key)), value.get<float>());
+  }
+  return out;
 }
 
 ResponseFormat parse_response_format(const json& j) {
@@ -163,6 +206,7 @@ ResponseFormat parse_response_format(const json& j) {
                         "response_format.json_schema.schema must be a JSON Schema object");
   if (const json* strict = field(*js, "strict"); strict && !strict->is_boolean())
     throw invalid_field("response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean");
+  if (const json* strict = field(*js, "strict")) rf.strict = strict->get<bool>();  // grammar helper: strict keyword checks
   if (const json* name = field(*js, "name")) {
     if (!name->is_string()) throw invalid_field("response_format.json_schema.name", "response_format.json_schema.name must be a string");
     rf.name = name->get<std::string>();
@@ -186,6 +230,7 @@ GenerationFields parse_generation_fields(const json& j, const char* max_tokens_n
   if (auto v = get_number(j, "presence_penalty", -2.0, 2.0)) s.presence_penalty = *v;
   if (auto v = get_number(j, "frequency_penalty", -2.0, 2.0)) s.frequency_penalty = *v;
   if (auto v = get_number(j, "repetition_penalty", 0.01, 10.0)) s.repetition_penalty = *v;
+  s.logit_bias = parse_logit_bias(j);
   if (auto v = get_int(j, "seed", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max())) {
     s.seed = static_cast<uint64_t>(*v);
@@ -205,54 +250,70 @@ GenerationFields parse_generation_fields(const json& j, const char* max_tokens_n
   g.stream = get_bool(j, "stream", false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) throw invalid_field("stream_options", "stream_options must be an object");
-    for (const auto& [key, value] : so->items())
-      if (key != "include_usage") throw invalid_field("stream_options." + key, "unsupported field 'stream_options." + key + "'");
+    for (const auto& [key, value] : so->items())  // e.g. include_obfuscation: no meaning here
+      if (key != "include_usage") spdlog::debug("request field 'stream_options.{}' ignored", key);
     g.include_usage = get_bool(*so, "include_usage", false);
   }
   return g;
 }
 
+std::vector<int> token_ids(const json& a, const std::string& where) {
+  std::vector<int> ids;
+  for (const json& t : a) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > std::numeric_limits<int>::max())
+      throw invalid_field(where, where + ": token ids must be non-negative integers");
+    ids.push_back(t.get<int>());
+  }
+  return ids;
+}
+
+// prompt: a string, an array of token ids, or an array of prompts (strings or token-id arrays).
 void parse_prompt(const json& j, CompletionRequest& r) {
   const json* p = field(j, "prompt");
   if (!p) throw invalid_field("prompt", "prompt is required");
   if (p->is_string()) {
-    r.prompt_text = p->get<std::string>();
+    r.prompts.push_back({p->get<std::string>(), {}, false});
     return;
   }
   if (!p->is_array() || p->empty())
-    throw invalid_field("prompt", "prompt must be a string or a non-empty array of token ids");
-  if (p->size() == 1 && (*p)[0].is_string()) {  // ["text"]: one prompt, supported
-    r.prompt_text = (*p)[0].get<std::string>();
+    throw invalid_field("prompt", "prompt must be a string, an array of token ids, or an array of prompts");
+  if ((*p)[0].is_number()) {  // one prompt as token ids
+    r.prompts.push_back({{}, token_ids(*p, "prompt"), true});
     return;
   }
-  for (const json& t : *p) {
-    if (t.is_string()) throw invalid_field("prompt", "an array of several prompts is not supported");
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > std::numeric_limits<int>::max())
-      throw invalid_field("prompt", "prompt token ids must be non-negative integers");
-    r.prompt_ids.push_back(t.get<int>());
+  if (p->size() > kMaxPrompts)
+    throw invalid_field("prompt", "at most " + std::to_string(kMaxPrompts) + " prompts per request");
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& one = (*p)[i];
+    const std::string where = "prompt[" + std::to_string(i) + "]";
+    if (one.is_string()) r.prompts.push_back({one.get<std::string>(), {}, false});
+    else if (one.is_array() && !one.empty()) r.prompts.push_back({{}, token_ids(one, where), true});
+    else throw invalid_field(where, where + " must be a string or a non-empty array of token ids");
   }
-  r.prompt_is_ids = true;
 }
 
-// Text content: a string, or an array of text parts (joined). Absent or null is "" for assistant
-// messages (a turn with only tool calls) and an error otherwise.
-std::string message_content(const json& m, const std::string& where, const std::string& role) {
+// Content: a string, or an array of text parts, kept as [{"type":"text","text"}] (ChatPrompt joins
+// them or hands them to a template that iterates parts). Absent or null is "" for assistant messages
+// (a turn with only tool calls) and an error otherwise. Other part types (images, audio, files) would
+// change the answer and are not implemented: a 400 naming the part.
+json message_content(const json& m, const std::string& where, const std::string& role) {
   const json* c = field(m, "content");
   if (!c) {
-    if (role == "assistant") return {};
+    if (role == "assistant") return "";
     throw invalid_field(where + ".content", where + ".content is required");
   }
-  if (c->is_string()) return c->get<std::string>();
+  if (c->is_string()) return *c;
   if (!c->is_array()) throw invalid_field(where + ".content", where + ".content must be a string or an array of parts");
-  std::string out;
-  for (const json& part : *c) {
+  json out = json::array();
+  for (size_t i = 0; i < c->size(); ++i) {
+    const json& part = (*c)[i];
+    const std::string w = where + ".content[" + std::to_string(i) + "]";
     const json* type = part.is_object() ? field(part, "type") : nullptr;
     if (!type || !type->is_string() || type->get<std::string>() != "text")
-      throw invalid_field(where + ".content", where + ".content: only text parts are supported");
+      throw invalid_field(w + ".type", w + ": only text parts are supported");
     const json* text = field(part, "text");
-    if (!text || !text->is_string())
-      throw invalid_field(where + ".content", where + ".content: a text part needs a string text");
-    out += text->get<std::string>();
+    if (!text || !text->is_string()) throw invalid_field(w + ".text", w + ".text must be a string");
+    out.push_back({{"type", "text"}, {"text", *text}});  // cache_control and the like dropped
   }
   return out;
 }
@@ -309,11 +370,14 @@ json parse_message(const json& m, size_t index) {
     throw invalid_field(where + ".role", where + ".role '" + r +
                                              "' is not supported (system, developer, user, assistant, tool)");
   for (const auto& [key, value] : m.items()) {
-    const bool ok = key == "role" || key == "content" || key == "name" ||
-                    (r == "assistant" && (key == "tool_calls" || key == "reasoning_content" ||
-                                          (key == "refusal" && value.is_null()))) ||
-                    (r == "tool" && key == "tool_call_id");
-    if (!ok) throw invalid_field(where + "." + key, "unsupported field '" + where + "." + key + "' for role " + r);
+    const bool used = key == "role" || key == "content" || key == "name" ||
+                      (r == "assistant" && (key == "tool_calls" || key == "reasoning_content")) ||
+                      (r == "tool" && key == "tool_call_id");
+    if (used || value.is_null()) continue;
+    // Audio and the deprecated function_call carry conversation content this server cannot render.
+    if (key == "audio" || key == "function_call")
+      throw invalid_field(where + "." + key, "'" + where + "." + key + "' is not supported");
+    spdlog::debug("request field '{}.{}' ignored", where, key);  // refusal, cache_control, id, ...
   }
   json out = {{"role", r}, {"content", message_content(m, where, r)}};
   if (const json* name = field(m, "name")) {
@@ -349,7 +413,7 @@ json parse_tools(const json& j) {
     if (!fn || !fn->is_object()) throw invalid_field(w + ".function", w + ".function must be an object");
     for (const auto& [key, value] : fn->items()) {
       if (key != "name" && key != "description" && key != "parameters" && key != "strict")
-        throw invalid_field(w + ".function." + key, "unsupported field '" + w + ".function." + key + "'");
+        spdlog::debug("request field '{}.function.{}' ignored", w, key);
     }
     const std::string name = required_string(*fn, "name", w + ".function");
     if (name.empty() || name.size() > 64)
@@ -360,8 +424,13 @@ json parse_tools(const json& j) {
       throw invalid_field(w + ".function.parameters", w + ".function.parameters must be a JSON Schema object");
     if (const json* d = field(*fn, "description"); d && !d->is_string())
       throw invalid_field(w + ".function.description", w + ".function.description must be a string");
-    json f = *fn;
-    if (f.contains("strict")) f.erase("strict");
+    // What templates and the grammar read; `strict` is implied (calls are always grammar-enforced).
+    json f = {{"name", name}};
+    if (const json* d = field(*fn, "description")) f["description"] = *d;
+    // No parameters: a function without arguments (as OpenAI documents), in the shape templates
+    // and the schema compiler expect.
+    const json* params = field(*fn, "parameters");
+    f["parameters"] = params ? *params : json{{"type", "object"}, {"properties", json::object()}};
     out.push_back({{"type", "function"}, {"function", std::move(f)}});
   }
   return out;
@@ -379,19 +448,20 @@ ToolChoice parse_tool_choice(const json& j, const json& tools) {
     else throw invalid_field("tool_choice", "tool_choice must be auto, none, required or a function, got '" + s + "'");
   } else if (v->is_object()) {
     const json* fn = field(*v, "function");
-    if (!fn || !fn->is_object()) throw invalid_field("tool_choice", "tool_choice.function must be an object");
+    // {"type":"function","function":{"name"}}, or the Responses API's flat {"type":"function","name"}.
+    if (fn && !fn->is_object()) throw invalid_field("tool_choice", "tool_choice.function must be an object");
+    if (!fn && !field(*v, "name")) throw invalid_field("tool_choice", "tool_choice.function must be an object");
     tc.kind = ToolChoice::Kind::kFunction;
-    tc.name = required_string(*fn, "name", "tool_choice.function");
+    tc.name = fn ? required_string(*fn, "name", "tool_choice.function") : required_string(*v, "name", "tool_choice");
     bool found = false;
     for (const json& t : tools) found = found || t["function"]["name"] == tc.name;
     if (!found) throw invalid_field("tool_choice", "tool_choice names '" + tc.name + "', which is not in tools");
   } else {
     throw invalid_field("tool_choice", "tool_choice must be a string or an object");
   }
+  // auto and none without tools mean what no tools mean (SDKs send them regardless).
   if (tc.kind != ToolChoice::Kind::kNone && tc.kind != ToolChoice::Kind::kAuto && tools.empty())
     throw invalid_field("tool_choice", "tool_choice requires tools");
-  if (tools.empty() && field(j, "tool_choice"))
-    throw invalid_field("tool_choice", "tool_choice without tools");
   return tc;
 }
 
@@ -405,11 +475,19 @@ std::vector<std::string> tool_names(const nlohmann::ordered_json& tools) {
 
 CompletionRequest parse_completion_request(std::string_view body, const engine::SamplingParams& defaults) {
   json j = parse_object(body);
-  reject_unknown_fields(j, {"prompt", "echo", "logprobs", "best_of", "suffix"});
+  check_top_level_fields(j, {"prompt", "echo", "logprobs", "best_of", "suffix", "system"});
   CompletionRequest r;
   r.gen = parse_generation_fields(j, "max_tokens", defaults);
   parse_prompt(j, r);
+  if (r.prompts.size() * static_cast<size_t>(r.gen.n) > kMaxPrompts)
+    throw invalid_field("n", "prompts x n is limited to " + std::to_string(kMaxPrompts) + " choices");
   r.echo = get_bool(j, "echo", false);
+  if (const json* sys = field(j, "system")) {
+    if (!sys->is_string()) throw invalid_field("system", "system must be a string");
+    if (r.prompts.size() != 1 || r.prompts[0].is_ids)
+      throw invalid_field("system", "system needs one text prompt (it is rendered as a user turn)");
+    r.system = sys->get<std::string>();
+  }
   if (const json* lp = field(j, "logprobs")) {
     if (lp->is_boolean()) throw invalid_field("logprobs", "logprobs must be an integer in [0, 5]");
     r.gen.top_logprobs = static_cast<int>(*get_int(j, "logprobs", 0, 5));
@@ -420,8 +498,9 @@ CompletionRequest parse_completion_request(std::string_view body, const engine::
 
 ChatRequest parse_chat_request(std::string_view body, const engine::SamplingParams& defaults) {
   json j = parse_object(body);
-  reject_unknown_fields(j, {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "tools",
-                            "tool_choice", "parallel_tool_calls", "chat_template_kwargs"});
+  check_top_level_fields(j, {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "tools",
+                             "tool_choice", "parallel_tool_calls", "chat_template_kwargs", "reasoning_effort",
+                             "add_generation_prompt", "continue_final_message"});
   ChatRequest r;
   const bool new_name = field(j, "max_completion_tokens") != nullptr;
   r.gen = parse_generation_fields(j, new_name ? "max_completion_tokens" : "max_tokens", defaults);
@@ -440,6 +519,24 @@ ChatRequest parse_chat_request(std::string_view body, const engine::SamplingPara
         throw invalid_field("chat_template_kwargs." + key, "chat_template_kwargs may not set '" + key + "'");
     }
     r.template_kwargs = *kw;
+  }
+  if (const json* effort = field(j, "reasoning_effort")) {
+    // As the Responses API's reasoning.effort: the template's enable_thinking switch (Qwen3 and
+    // the like), unless chat_template_kwargs already sets it. Templates without it ignore it.
+    const std::string e = effort->is_string() ? effort->get<std::string>() : "";
+    const bool off = e == "none" || e == "minimal";
+    if (!off && e != "low" && e != "medium" && e != "high" && e != "xhigh")
+      throw invalid_field("reasoning_effort", "reasoning_effort must be none, minimal, low, medium, high or xhigh");
+    if (!r.template_kwargs.contains("enable_thinking")) r.template_kwargs["enable_thinking"] = !off;
+  }
+  if (field(j, "add_generation_prompt")) r.add_generation_prompt = get_bool(j, "add_generation_prompt", true);
+  if (field(j, "continue_final_message")) r.continue_final_message = get_bool(j, "continue_final_message", false);
+  if (r.continue_final_message.value_or(false)) {
+    if (r.add_generation_prompt.value_or(false))
+      throw invalid_field("continue_final_message",
+                          "continue_final_message and add_generation_prompt cannot both be true");
+    if (r.messages.back()["role"] != "assistant")
+      throw invalid_field("continue_final_message", "continue_final_message needs a final assistant message");
   }
   r.gen.logprobs = get_bool(j, "logprobs", false);
   if (auto t = get_int(j, "top_logprobs", 0, 20)) {

@@ -1,5 +1,6 @@
-// OpenAI request types parsed from JSON with per-field validation. Every field a request may carry
-// is parsed here; any other is a 400 naming it (nothing is silently ignored).
+// OpenAI request types parsed from JSON with per-field validation. A field that would change the
+// output and is not implemented is a 400 naming it; a field without meaning for a local server, or
+// an unknown one, is accepted and logged at debug level (server/http-api.md lists them).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,9 @@ struct ResponseFormat {
   Kind kind = Kind::kText;
   nlohmann::ordered_json schema;  // kJsonSchema: json_schema.schema (key order kept)
   std::string name;       // kJsonSchema: json_schema.name
+  // kJsonSchema: json_schema.strict. true: a schema keyword the grammar cannot enforce is a 400;
+  // false: it is dropped (logged) and the rest of the schema still constrains the output.
+  bool strict = false;
 };
 
 // Fields shared by /v1/completions and /v1/chat/completions.
@@ -37,12 +41,21 @@ struct GenerationFields {
   std::string grammar;                   // llama-server's GBNF `grammar` field; empty: none
 };
 
+// One prompt of /v1/completions: text, or token ids.
+struct CompletionPrompt {
+  std::string text;                      // when the prompt is a string
+  std::vector<int> ids;                  // when the prompt is a token-id array
+  bool is_ids = false;
+};
+
 struct CompletionRequest {
   GenerationFields gen;
-  std::string prompt_text;               // when the prompt is a string
-  std::vector<int> prompt_ids;           // when the prompt is a token-id array
-  bool prompt_is_ids = false;
+  // One or several prompts ("a", ["a","b"], [1,2], [[1,2],[3]]); choice index = prompt * n + i.
+  std::vector<CompletionPrompt> prompts;
   bool echo = false;
+  // anelm extension (qwen_ane's request shape): with `system`, the (single, text) prompt is a user
+  // turn under this system prompt, rendered with the model's chat template.
+  std::optional<std::string> system;
 };
 
 // tool_choice: auto (the model decides), none, required (at least one call), or one named function.
@@ -55,13 +68,20 @@ struct ToolChoice {
 struct ChatRequest {
   GenerationFields gen;
   // The conversation as chat templates read it (transformers' shape): roles system (also from
-  // "developer"), user, assistant, tool; text parts joined into one string; assistant tool_calls
-  // with function.arguments parsed into an object; tool messages with tool_call_id.
+  // "developer", kept where the client put it), user, assistant, tool; content a string or an
+  // array of {"type":"text","text"} parts (ChatPrompt joins them with "\n" unless the template
+  // iterates parts itself); assistant tool_calls with function.arguments parsed into an object;
+  // tool messages with tool_call_id.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // OpenAI tools, validated
+  // OpenAI function tools, validated; a tool without parameters gets {"type":"object","properties":{}}.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs
+  // vLLM / transformers: unset means "decide from the conversation" (ChatPrompt::render_request):
+  // a trailing assistant message with text and no tool calls is continued, as llama-server does.
+  std::optional<bool> add_generation_prompt;
+  std::optional<bool> continue_final_message;
 };
 
 // The name of each function in `tools`, in order.

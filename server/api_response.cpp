@@ -8,6 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/sse.h"
+#include "tokenizer/unicode.h"
+
 namespace anelm::server {
 
 using json = nlohmann::ordered_json;  // fields in OpenAI's order
@@ -15,6 +18,7 @@ using json = nlohmann::ordered_json;  // fields in OpenAI's order
 namespace {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string data(const json& j) { return sse_data(dump(j)); }
 
 json usage_json(const UsageInfo& u) {
   json j = {{"prompt_tokens", u.prompt_tokens},
@@ -37,6 +41,22 @@ json timings_json(const UsageInfo& u) {
 // A JSON string from raw token bytes (invalid UTF-8 is replaced at dump time).
 json text_value(std::string_view s) { return json(std::string(s)); }
 
+// A completions token as text: itself when it is valid UTF-8, else (a byte-fallback piece of a
+// character) "bytes:" and each byte as \xNN, as OpenAI's legacy completions write it. Decoding the
+// "bytes:" entries and joining all entries gives the exact bytes of the text. A token that itself
+// begins with "bytes:" is written in the bytes form too, so the decoding is unambiguous.
+std::string token_text(std::string_view s) {
+  if (tok::unicode::is_valid_utf8(s) && s.substr(0, 6) != "bytes:") return std::string(s);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "bytes:";
+  for (unsigned char c : s) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
 json bytes_array(const std::string& s) {
   json a = json::array();
   for (unsigned char c : s) a.push_back(static_cast<int>(c));
@@ -49,20 +69,21 @@ class CompletionSerializer : public ResponseSerializer {
  public:
   explicit CompletionSerializer(ResponseMeta meta) : meta_(std::move(meta)) {}
 
-  std::optional<std::string> start_chunk(int) const override { return std::nullopt; }
+  std::string choice_start(int) override { return {}; }
 
-  std::string delta_chunk(int index, const OutputDelta& d, std::span<const TokenLogprob> lps) const override {
-    return dump(envelope(json::array({choice(index, d.content, lps, json(nullptr))}), true));
+  std::string delta(int index, const OutputDelta& d, std::span<const TokenLogprob> lps) override {
+    return data(envelope(json::array({choice(index, d.content, lps, json(nullptr))}), true));
   }
-  std::string finish_chunk(int index, std::string_view reason) const override {
-    return dump(envelope(json::array({choice(index, "", {}, json(std::string(reason)))}), true));
+  std::string choice_end(int index, const ChoiceOutput& out) override {
+    return data(envelope(json::array({choice(index, "", {}, json(out.finish_reason))}), true));
   }
-  std::string usage_chunk(const UsageInfo& u) const override {
+  std::string stream_end(const UsageInfo& u) override {
+    if (!meta_.include_usage) return sse_done();
     json j = envelope(json::array(), false);
     j["usage"] = usage_json(u);
-    return dump(j);
+    return data(j) + sse_done();
   }
-  std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& u) const override {
+  std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& u) override {
     json cs = json::array();
     for (size_t i = 0; i < choices.size(); ++i)
       cs.push_back(choice(static_cast<int>(i), choices[i].content, choices[i].logprobs,
@@ -82,10 +103,10 @@ class CompletionSerializer : public ResponseSerializer {
   static json logprobs_json(std::span<const TokenLogprob> lps) {
     json tokens = json::array(), lp = json::array(), top = json::array(), offs = json::array();
     for (const TokenLogprob& t : lps) {
-      tokens.push_back(text_value(t.token));
+      tokens.push_back(token_text(t.token));
       lp.push_back(t.logprob);
       json alts = json::object();
-      for (const auto& [tok, p] : t.top) alts[tok] = p;
+      for (const auto& [tok, p] : t.top) alts[token_text(tok)] = p;
       top.push_back(alts);
       offs.push_back(t.text_offset);
     }
@@ -93,7 +114,9 @@ class CompletionSerializer : public ResponseSerializer {
   }
   json envelope(json choices, bool chunk) const {
     json j = {{"id", meta_.id}, {"object", "text_completion"}, {"created", meta_.created},
-              {"model", meta_.model}, {"choices", std::move(choices)}};
+              {"model", meta_.model}};
+    if (!meta_.system_fingerprint.empty()) j["system_fingerprint"] = meta_.system_fingerprint;
+    j["choices"] = std::move(choices);
     if (chunk && meta_.include_usage) j["usage"] = nullptr;
     return j;
   }
@@ -106,10 +129,10 @@ class ChatSerializer : public ResponseSerializer {
  public:
   explicit ChatSerializer(ResponseMeta meta) : meta_(std::move(meta)) {}
 
-  std::optional<std::string> start_chunk(int index) const override {
-    return dump(chunk(index, json{{"role", "assistant"}, {"content", ""}}, json(nullptr), {}));
+  std::string choice_start(int index) override {
+    return data(chunk(index, json{{"role", "assistant"}, {"content", ""}}, json(nullptr), {}));
   }
-  std::string delta_chunk(int index, const OutputDelta& d, std::span<const TokenLogprob> lps) const override {
+  std::string delta(int index, const OutputDelta& d, std::span<const TokenLogprob> lps) override {
     json delta = json::object();
     if (!d.reasoning.empty()) delta["reasoning_content"] = text_value(d.reasoning);
     if (!d.content.empty() || (d.reasoning.empty() && d.tool_calls.empty())) delta["content"] = text_value(d.content);
@@ -129,18 +152,19 @@ class ChatSerializer : public ResponseSerializer {
       }
       delta["tool_calls"] = std::move(calls);
     }
-    return dump(chunk(index, std::move(delta), json(nullptr), lps));
+    return data(chunk(index, std::move(delta), json(nullptr), lps));
   }
-  std::string finish_chunk(int index, std::string_view reason) const override {
-    return dump(chunk(index, json::object(), json(std::string(reason)), {}));
+  std::string choice_end(int index, const ChoiceOutput& out) override {
+    return data(chunk(index, json::object(), json(out.finish_reason), {}));
   }
-  std::string usage_chunk(const UsageInfo& u) const override {
+  std::string stream_end(const UsageInfo& u) override {
+    if (!meta_.include_usage) return sse_done();
     json j = head("chat.completion.chunk");
     j["choices"] = json::array();
     j["usage"] = usage_json(u);
-    return dump(j);
+    return data(j) + sse_done();
   }
-  std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& u) const override {
+  std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& u) override {
     json j = head("chat.completion");
     json cs = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -169,7 +193,9 @@ class ChatSerializer : public ResponseSerializer {
 
  private:
   json head(const char* object) const {
-    return {{"id", meta_.id}, {"object", object}, {"created", meta_.created}, {"model", meta_.model}};
+    json j = {{"id", meta_.id}, {"object", object}, {"created", meta_.created}, {"model", meta_.model}};
+    if (!meta_.system_fingerprint.empty()) j["system_fingerprint"] = meta_.system_fingerprint;
+    return j;
   }
   json chunk(int index, json delta, json finish, std::span<const TokenLogprob> lps) const {
     json j = head("chat.completion.chunk");
@@ -194,6 +220,8 @@ class ChatSerializer : public ResponseSerializer {
 };
 
 }  // namespace
+
+std::string ResponseSerializer::stream_error(const ApiError& e) { return sse_error(e); }
 
 std::unique_ptr<ResponseSerializer> make_completion_serializer(ResponseMeta meta) {
   return std::make_unique<CompletionSerializer>(std::move(meta));

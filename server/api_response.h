@@ -12,12 +12,15 @@
 
 namespace anelm::server {
 
+class ApiError;
+
 struct ResponseMeta {
   std::string id;          // cmpl-... / chatcmpl-...
   int64_t created = 0;     // Unix seconds
   std::string model;
   bool include_usage = false;  // streams: "usage": null on every chunk, then a usage chunk
   bool logprobs = false;       // the request asked for logprobs
+  std::string system_fingerprint = {};  // OpenAI's; empty: not sent
 };
 
 struct UsageInfo {
@@ -58,19 +61,27 @@ struct ChoiceOutput {
   std::string reasoning;
   std::vector<ToolCallOut> tool_calls;
   std::string finish_reason;
+  std::string stop_sequence;  // the stop string that ended it (empty: none); Anthropic reports it
   std::vector<TokenLogprob> logprobs;
 };
 
-// Streams are: per choice (index), start_chunk (if any), delta_chunk..., finish_chunk; then
-// usage_chunk (if include_usage) and "[DONE]". Non-streamed answers are body().
+// One API's wire form of an answer (OpenAI completions / chat, Responses, Anthropic Messages): all of
+// them are views of the same choices, deltas and usage. A stream is, as SSE text to write:
+// stream_start(), then per choice choice_start, delta..., choice_end; then stream_end(usage).
+// Serializers may keep state across these calls (e.g. to repeat a finished item in a final event).
+// Non-streamed answers are body().
 class ResponseSerializer {
  public:
   virtual ~ResponseSerializer() = default;
-  virtual std::optional<std::string> start_chunk(int index) const = 0;
-  virtual std::string delta_chunk(int index, const OutputDelta& delta, std::span<const TokenLogprob> lps) const = 0;
-  virtual std::string finish_chunk(int index, std::string_view finish_reason) const = 0;
-  virtual std::string usage_chunk(const UsageInfo& usage) const = 0;
-  virtual std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& usage) const = 0;
+  virtual std::string stream_start() { return {}; }
+  virtual std::string choice_start(int index) = 0;
+  virtual std::string delta(int index, const OutputDelta& delta, std::span<const TokenLogprob> lps) = 0;
+  // `out`: the whole choice (content, reasoning, tool calls, finish_reason).
+  virtual std::string choice_end(int index, const ChoiceOutput& out) = 0;
+  virtual std::string stream_end(const UsageInfo& usage) = 0;
+  // An error after the stream started (default: OpenAI's `data: {"error": ...}`).
+  virtual std::string stream_error(const ApiError& e);
+  virtual std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& usage) = 0;
 };
 
 std::unique_ptr<ResponseSerializer> make_completion_serializer(ResponseMeta meta);

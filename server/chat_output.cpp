@@ -14,7 +14,8 @@ class ChatOutputParser final : public OutputParser {
   void feed(std::string_view text, OutputDelta& out) override {
     if (!text.empty()) append(parser_.feed(text), out);
   }
-  void finish(OutputDelta& out) override { append(parser_.finish(), out); }
+  void finish(OutputDelta& out, bool cut) override { append(parser_.finish(cut), out); }
+  bool in_tool_call() const override { return parser_.in_tool_call(); }
   void result(ChoiceOutput& out) const override {
     const chat::ParsedMessage& m = parser_.message();
     out.content = m.content;

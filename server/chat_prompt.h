@@ -10,6 +10,7 @@
 
 #include "chat/chat_format.h"
 #include "jinja/jinja.h"
+#include "server/api_request.h"
 #include "tokenizer/vocab.h"
 
 namespace anelm::server {
@@ -30,16 +31,37 @@ class ChatPrompt {
   // eos_token, chat_template_kwargs, messages, tools, add_generation_prompt. The text holds
   // special-token strings: encode it with parse_special. Throws ApiError 400: param "messages"
   // when the template raises (its own message) or fails.
+  // Content given as text parts is joined with "\n" (as vLLM and llama-server do) unless the
+  // template iterates content parts itself (then it gets the list, as transformers passes it).
+  // A template that does not render `tools` gets the generic JSON tool-call convention in the
+  // system prompt instead (as llama-server does), with earlier tool calls and results as text.
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const;
 
+  // A whole chat request: render() plus its tool_choice (none: no tools described when they are
+  // only in the system prompt), add_generation_prompt and continue_final_message. Continuing a
+  // final assistant message (continue_final_message, add_generation_prompt false, or neither given
+  // and the last message is an assistant text without tool calls, as llama-server) renders it
+  // without the end-of-turn markup the template puts after it, so that the model continues it.
+  // Throws ApiError 400 as render(), and naming messages[N] when that message cannot be continued.
+  std::string render_request(const ChatRequest& r) const;
+
+  // tools: the template's own syntax, or kGeneric when it does not render tools (see render()).
   const chat::ChatFormat& format() const { return format_; }
   const std::string& origin() const { return origin_; }
+  bool tools_in_system_prompt() const { return tools_in_system_prompt_; }
 
  private:
+  std::string render_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                              bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const;
+  std::string render_generic_tools(nlohmann::ordered_json messages, const nlohmann::ordered_json& tools,
+                                   bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const;
+
   jinja::Template template_;
   chat::ChatFormat format_;
   std::string origin_;
+  bool content_as_parts_ = false;       // the template iterates message content parts
+  bool tools_in_system_prompt_ = false;  // the template does not render `tools`
   nlohmann::ordered_json specials_ = nlohmann::ordered_json::object();  // bos_token, eos_token
 };
 

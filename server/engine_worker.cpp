@@ -39,6 +39,17 @@ EngineWorker::Admit EngineWorker::try_submit(Job job) {
   return Admit::kAccepted;
 }
 
+EngineWorker::Admit EngineWorker::try_submit_embedding(EmbeddingJob job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) return Admit::kStopped;
+    if (embed_queue_.size() + embedding_.size() >= max_queue_ + parallel_) return Admit::kQueueFull;
+    embed_queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return Admit::kAccepted;
+}
+
 int EngineWorker::queue_depth() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(queue_.size());
@@ -57,9 +68,11 @@ PromptCacheSnapshot EngineWorker::prompt_cache() const {
 void EngineWorker::shutdown(std::chrono::milliseconds grace) {
   std::unique_lock<std::mutex> lock(mu_);
   accepting_ = false;
-  idle_cv_.wait_for(lock, grace, [&] { return queue_.empty() && running_.empty(); });
+  idle_cv_.wait_for(lock, grace, [&] { return idle(); });
   for (Job& j : queue_) j.channel->cancel();
   for (auto& ch : running_) ch->cancel();
+  for (EmbeddingJob& j : embed_queue_) j.channel->cancel();
+  for (auto& ch : embedding_) ch->cancel();
   stop_ = true;
   lock.unlock();
   cv_.notify_all();
@@ -67,30 +80,75 @@ void EngineWorker::shutdown(std::chrono::milliseconds grace) {
 }
 
 // Each turn: start queued jobs while slots are free (outside the lock: start() may finish a job at
-// once), then one batched step of the engine. Waits only when nothing runs.
+// once) and hand new embedding requests to the engine, then one batched step of the engine's
+// generations and one pass of its embeddings, so neither waits for the other to finish. Waits only
+// when nothing runs.
 void EngineWorker::run() {
   std::vector<Job> starting;
   starting.reserve(parallel_);
+  std::vector<EmbeddingJob> embedding;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !running_.empty(); });
-      if (stop_ && queue_.empty() && running_.empty()) return;
+      cv_.wait(lock, [&] { return stop_ || !idle(); });
+      if (stop_ && idle()) return;
       while (!queue_.empty() && running_.size() < parallel_) {
         running_.push_back(queue_.front().channel);
         starting.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+      for (EmbeddingJob& j : embed_queue_) {
+        embedding_.push_back(j.channel);
+        embedding.push_back(std::move(j));
+      }
+      embed_queue_.clear();
     }
     for (Job& job : starting) start_job(job);
     starting.clear();
-    bool running = false;
+    for (EmbeddingJob& job : embedding) start_embedding(job);
+    embedding.clear();
+    bool running = false, embedding_pending = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       running = !running_.empty();
+      embedding_pending = !embedding_.empty();
     }
     if (running) engine_.step();
+    if (embedding_pending) engine_.embed_step();
   }
+}
+
+void EngineWorker::start_embedding(EmbeddingJob& job) {
+  const std::shared_ptr<EmbeddingChannel> channel = job.channel;
+  if (channel->cancelled()) {  // cancelled while queued: never touches the engine
+    const Error cancelled(ErrorKind::kCancelled, "the embedding request was cancelled");
+    finish_embedding(channel, {}, &cancelled);
+    return;
+  }
+  job.request.cancel = channel->cancel_flag();
+  try {
+    engine_.embed_start(std::move(job.request), [this, channel](engine::EmbedResult&& r, const Error* e) {
+      finish_embedding(channel, std::move(r), e);
+    });
+  } catch (const Error& e) {
+    finish_embedding(channel, {}, &e);
+  } catch (const std::exception& e) {
+    const Error internal(ErrorKind::kInternal, e.what());
+    finish_embedding(channel, {}, &internal);
+  }
+}
+
+void EngineWorker::finish_embedding(const std::shared_ptr<EmbeddingChannel>& channel, engine::EmbedResult&& result,
+                                    const Error* error) {
+  if (error && error->kind() != ErrorKind::kCancelled)
+    spdlog::warn("embedding failed: {} ({})", error->what(), error_kind_name(error->kind()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = std::find(embedding_.begin(), embedding_.end(), channel);
+    if (it != embedding_.end()) embedding_.erase(it);
+    if (idle()) idle_cv_.notify_all();
+  }
+  channel->set(std::move(result), error);
 }
 
 void EngineWorker::start_job(Job& job) {
@@ -169,7 +227,7 @@ void EngineWorker::release(const std::shared_ptr<EventChannel>& channel, Generat
     prompt_cache_ = pc;
     const auto it = std::find(running_.begin(), running_.end(), channel);
     if (it != running_.end()) running_.erase(it);
-    if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
+    if (idle()) idle_cv_.notify_all();
   }
   channel->push(std::move(last));
 }

@@ -3,11 +3,13 @@
 // batching); queued jobs start in arrival order as slots free up.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -30,6 +32,44 @@ struct Job {
   std::chrono::steady_clock::time_point queued = std::chrono::steady_clock::now();
 };
 
+// One embedding request's answer, from the worker to the HTTP thread that waits for it.
+class EmbeddingChannel {
+ public:
+  void set(engine::EmbedResult result, const Error* error) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      result_ = std::move(result);
+      if (error) error_ = *error;
+      done_ = true;
+    }
+    cv_.notify_one();
+  }
+  // True once the answer is in (then result() / error() may be read); false after `timeout`.
+  bool wait(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return done_; });
+  }
+  engine::EmbedResult& result() { return result_; }
+  const std::optional<Error>& error() const { return error_; }
+
+  void cancel() { cancel_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancel_.load(std::memory_order_relaxed); }
+  const std::atomic<bool>* cancel_flag() const { return &cancel_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  engine::EmbedResult result_;
+  std::optional<Error> error_;
+  std::atomic<bool> cancel_{false};
+};
+
+struct EmbeddingJob {
+  engine::EmbedRequest request;                // cancel is set by the worker to the channel's flag
+  std::shared_ptr<EmbeddingChannel> channel;   // receives exactly one answer
+};
+
 class EngineWorker {
  public:
   // `engine` must outlive the worker. max_queue: jobs that may wait besides the running ones.
@@ -41,6 +81,11 @@ class EngineWorker {
   enum class Admit { kAccepted, kQueueFull, kStopped };
   // Never blocks: a full queue or a stopped worker refuses the job.
   Admit try_submit(Job job);
+
+  // Embedding requests go to the engine's embedder at once (it batches the inputs of all of them
+  // into its passes, alternating with the generation steps); refused beyond max_queue + parallel
+  // requests in flight.
+  Admit try_submit_embedding(EmbeddingJob job);
 
   int queue_depth() const;   // waiting jobs
   int active() const;        // running jobs, <= parallel()
@@ -57,6 +102,10 @@ class EngineWorker {
   void finish_job(const Job& job, const engine::GenerateResult& result, const Error* error);
   // The job's slot is free again; then its last event goes out.
   void release(const std::shared_ptr<EventChannel>& channel, GenerationEvent last);
+  void start_embedding(EmbeddingJob& job);
+  void finish_embedding(const std::shared_ptr<EmbeddingChannel>& channel, engine::EmbedResult&& result,
+                        const Error* error);
+  bool idle() const { return queue_.empty() && running_.empty() && embed_queue_.empty() && embedding_.empty(); }
 
   engine::Engine& engine_;
   const size_t parallel_;
@@ -67,6 +116,8 @@ class EngineWorker {
   std::condition_variable idle_cv_;   // queue drained and nothing running
   std::deque<Job> queue_;
   std::vector<std::shared_ptr<EventChannel>> running_;  // channels of the started jobs
+  std::deque<EmbeddingJob> embed_queue_;               // not yet handed to the engine
+  std::vector<std::shared_ptr<EmbeddingChannel>> embedding_;  // handed to the engine, not answered
   PromptCacheSnapshot prompt_cache_;
   bool accepting_ = true;
   bool stop_ = false;

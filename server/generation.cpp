@@ -13,33 +13,72 @@ using Clock = std::chrono::steady_clock;
 // ---- text -------------------------------------------------------------------------------------
 
 TextAssembler::TextAssembler(const tok::Tokenizer& tokenizer, const std::vector<int>& context,
-                             std::vector<std::string> stops)
-    : decoder_(tokenizer, context, /*skip_special=*/true), stop_(std::move(stops)) {}
+                             std::vector<std::string> stops, std::unique_ptr<OutputParser> calls)
+    : decoder_(tokenizer, context, /*skip_special=*/true), stop_(std::move(stops)), calls_(std::move(calls)) {}
 
 std::string TextAssembler::push(int id) {
   if (stop_.stopped()) return {};
-  return stop_.push(decoder_.push(id));
+  return match_stops(decoder_.push(id));
 }
 
 std::string TextAssembler::finish() {
   if (stop_.stopped()) return {};
-  std::string out = stop_.push(decoder_.flush());
+  std::string out = match_stops(decoder_.flush());
   return out + stop_.flush();
 }
 
+// Stop strings over the runs of text outside tool calls; the runs inside pass unmatched. A byte
+// belongs to a call once the tracking parser, having read it, is inside one (so the opening marker's
+// last byte is the first inside: a stop string matching an earlier part of the marker still ends
+// the output before it).
+std::string TextAssembler::match_stops(std::string_view text) {
+  if (!calls_) return stop_.push(text);
+  std::string out;
+  OutputDelta scratch;
+  size_t run = 0;
+  auto flush_run = [&](size_t end) {
+    const std::string_view part = text.substr(run, end - run);
+    out += in_call_ ? stop_.pass(part) : stop_.push(part);
+    run = end;
+  };
+  for (size_t i = 0; i < text.size() && !stop_.stopped(); ++i) {
+    calls_->feed(text.substr(i, 1), scratch);
+    scratch = {};
+    const bool in = calls_->in_tool_call();
+    if (in == in_call_) continue;
+    flush_run(i);
+    in_call_ = in;
+  }
+  if (!stop_.stopped()) flush_run(text.size());
+  return out;
+}
+
 const char* openai_finish_reason(engine::FinishReason r, bool stopped, bool tool_calls) {
-  if (tool_calls) return "tool_calls";
-  if (stopped) return "stop";
-  return r == engine::FinishReason::kStop ? "stop" : "length";
+  if (!stopped && r != engine::FinishReason::kStop) return "length";
+  return tool_calls ? "tool_calls" : "stop";
 }
 
 namespace {
 
+// Choice i's prompt and echo (several-prompt completions: prompt i / n, see PreparedGeneration).
+int choice_count(const PreparedGeneration& g) {
+  return g.prompts.empty() ? g.n : static_cast<int>(g.prompts.size()) * g.n;
+}
+const std::vector<int>& choice_prompt(const PreparedGeneration& g, int i) {
+  return g.prompts.empty() ? g.request.prompt : g.prompts[static_cast<size_t>(i / g.n)];
+}
+const std::string& choice_echo(const PreparedGeneration& g, int i) {
+  return g.echo_texts.empty() ? g.echo_text : g.echo_texts[static_cast<size_t>(i / g.n)];
+}
+
 // The output state of one choice, shared by the streaming and the non-streaming paths.
 struct ChoiceState {
-  ChoiceState(const tok::Tokenizer& t, const PreparedGeneration& g)
-      : tok(t), text(t, g.request.prompt, g.stop), parser(g.make_parser ? g.make_parser() : make_plain_parser()),
-        want_lp(g.request.top_logprobs > 0 || g.want_logprobs), offset(static_cast<int>(g.echo_text.size())),
+  ChoiceState(const tok::Tokenizer& t, const PreparedGeneration& g, int index)
+      : tok(t), text(t, choice_prompt(g, index), g.stop_scope == StopScope::kNowhere ? std::vector<std::string>{} : g.stop,
+                     g.stop_scope == StopScope::kOutsideToolCalls && g.make_parser && !g.stop.empty()
+                         ? g.make_parser() : nullptr),
+        parser(g.make_parser ? g.make_parser() : make_plain_parser()),
+        want_lp(g.request.top_logprobs > 0 || g.want_logprobs), offset(static_cast<int>(choice_echo(g, index).size())),
         arrived(g.arrived) {}
 
   // The token's text: final once stop strings are handled, then split by the output parser.
@@ -57,10 +96,11 @@ struct ChoiceState {
     parser->feed(piece, d);
     return d;
   }
-  OutputDelta finish() {
+  // `r`: how the engine ended; a cut output (token limit, stop string) drops unfinished markup.
+  OutputDelta finish(const engine::GenerateResult& r) {
     OutputDelta d;
     parser->feed(text.finish(), d);
-    parser->finish(d);
+    parser->finish(d, text.stopped() || r.finish != engine::FinishReason::kStop);
     return d;
   }
   std::span<const TokenLogprob> new_logprobs() {
@@ -72,6 +112,7 @@ struct ChoiceState {
     ChoiceOutput o;
     parser->result(o);
     o.finish_reason = openai_finish_reason(r.finish, text.stopped(), !o.tool_calls.empty());
+    if (text.stopped()) o.stop_sequence = text.matched_stop();
     o.logprobs = std::move(lps);
     return o;
   }
@@ -100,11 +141,11 @@ struct UsageSum {
   void add(const engine::GenerateResult& r, int completion_tokens, bool first, const std::string& reason,
            double choice_ttft_ms) {
     finish += (finish.empty() ? "" : ",") + reason;
-    if (first) ttft_ms = choice_ttft_ms;
-    if (first) {
-      u.prompt_tokens = r.prompt_tokens;
-      u.cached_tokens = r.cached_tokens;
-      u.prompt_ms = r.prefill_ms;
+    if (first && ttft_ms < 0) ttft_ms = choice_ttft_ms;
+    if (first) {  // the first choice of a prompt: several prompts add up
+      u.prompt_tokens += r.prompt_tokens;
+      u.cached_tokens += r.cached_tokens;
+      u.prompt_ms += r.prefill_ms;
     }
     u.completion_tokens += completion_tokens;
     u.predicted_ms += r.decode_ms;
@@ -135,8 +176,9 @@ bool cancelled_by_server(const engine::GenerateResult& r, const ChoiceState& st)
 // One job per choice, all admitted or none (a refused choice cancels the ones already queued).
 std::vector<std::shared_ptr<EventChannel>> submit(ServerContext& ctx, const PreparedGeneration& gen) {
   std::vector<std::shared_ptr<EventChannel>> channels;
-  for (int i = 0; i < gen.n; ++i) {
+  for (int i = 0; i < choice_count(gen); ++i) {
     engine::GenerateRequest req = gen.request;
+    if (!gen.prompts.empty()) req.prompt = choice_prompt(gen, i);
     req.sampling.seed += static_cast<uint64_t>(i);
     if (gen.make_constraint) req.constraint = gen.make_constraint();
     auto ch = std::make_shared<EventChannel>();
@@ -162,9 +204,10 @@ void cancel_all(const std::vector<std::shared_ptr<EventChannel>>& channels) {
 // ---- non-streaming ----------------------------------------------------------------------------
 
 ChoiceOutput collect_choice(ServerContext& ctx, const PreparedGeneration& gen, EventChannel& ch,
-                            const std::vector<std::shared_ptr<EventChannel>>& all, UsageSum& usage, bool first) {
-  ChoiceState st(ctx.tokenizer(), gen);
-  std::string echo = gen.echo_text;
+                            const std::vector<std::shared_ptr<EventChannel>>& all, UsageSum& usage, int index) {
+  ChoiceState st(ctx.tokenizer(), gen, index);
+  const bool first = index % gen.n == 0;
+  const std::string& echo = choice_echo(gen, index);
   std::vector<GenerationEvent> evs;
   auto last_check = std::chrono::steady_clock::now();
   for (;;) {
@@ -192,7 +235,7 @@ ChoiceOutput collect_choice(ServerContext& ctx, const PreparedGeneration& gen, E
         cancel_all(all);
         throw unavailable("the request was cancelled: the server is shutting down", ctx.options().retry_after_s);
       }
-      st.finish();
+      st.finish(ev.result);
       ChoiceOutput out = st.output(ev.result);
       usage.add(ev.result, st.completion_tokens(ev.result), first, out.finish_reason, st.ttft_ms);
       out.content = echo + out.content;
@@ -202,11 +245,11 @@ ChoiceOutput collect_choice(ServerContext& ctx, const PreparedGeneration& gen, E
 }
 
 HttpResponse collect(ServerContext& ctx, const PreparedGeneration& gen,
-                     const std::vector<std::shared_ptr<EventChannel>>& channels, const ResponseSerializer& ser) {
+                     const std::vector<std::shared_ptr<EventChannel>>& channels, ResponseSerializer& ser) {
   std::vector<ChoiceOutput> choices;
   UsageSum usage;
   for (size_t i = 0; i < channels.size(); ++i)
-    choices.push_back(collect_choice(ctx, gen, *channels[i], channels, usage, i == 0));
+    choices.push_back(collect_choice(ctx, gen, *channels[i], channels, usage, static_cast<int>(i)));
   fill_log(ctx, gen, usage);
   HttpResponse res;
   res.body = ser.body(choices, usage.u);
@@ -226,13 +269,13 @@ struct StreamJob {
 // error was sent), true when the next choice may follow.
 bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usage, StreamSink& sink) {
   EventChannel& ch = *job.channels[static_cast<size_t>(index)];
-  ChoiceState st(ctx.tokenizer(), job.gen);
-  auto send = [&](const std::string& payload) { return sink.write(sse_data(payload)); };
-  if (auto first = job.ser->start_chunk(index); first && !send(*first)) return false;
-  if (!job.gen.echo_text.empty()) {
+  ChoiceState st(ctx.tokenizer(), job.gen, index);
+  auto send = [&](const std::string& frames) { return frames.empty() || sink.write(frames); };
+  if (!send(job.ser->choice_start(index))) return false;
+  if (const std::string& echo_text = choice_echo(job.gen, index); !echo_text.empty()) {
     OutputDelta echo;
-    echo.content = job.gen.echo_text;
-    if (!send(job.ser->delta_chunk(index, echo, {}))) return false;
+    echo.content = echo_text;
+    if (!send(job.ser->delta(index, echo, {}))) return false;
   }
   auto last_write = Clock::now();
   std::vector<GenerationEvent> evs;
@@ -249,24 +292,24 @@ bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usag
     }
     for (const GenerationEvent& ev : evs) {
       if (ev.kind == GenerationEvent::Kind::kError) {
-        sink.write(sse_error(event_error(ev)));
+        sink.write(job.ser->stream_error(event_error(ev)));
         return false;
       }
       if (ev.kind == GenerationEvent::Kind::kDone) {
         if (cancelled_by_server(ev.result, st)) {
-          sink.write(sse_error(unavailable("the request was cancelled: the server is shutting down", 1)));
+          sink.write(job.ser->stream_error(unavailable("the request was cancelled: the server is shutting down", 1)));
           return false;
         }
-        const OutputDelta rest = st.finish();
-        if (!rest.empty() && !send(job.ser->delta_chunk(index, rest, st.new_logprobs()))) return false;
+        const OutputDelta rest = st.finish(ev.result);
+        if (!rest.empty() && !send(job.ser->delta(index, rest, st.new_logprobs()))) return false;
         const ChoiceOutput out = st.output(ev.result);
-        usage.add(ev.result, st.completion_tokens(ev.result), index == 0, out.finish_reason, st.ttft_ms);
-        return send(job.ser->finish_chunk(index, out.finish_reason));
+        usage.add(ev.result, st.completion_tokens(ev.result), index % job.gen.n == 0, out.finish_reason, st.ttft_ms);
+        return send(job.ser->choice_end(index, out));
       }
       const OutputDelta delta = st.on_token(ev.step);
       if (st.text.stopped()) ch.stop();
       if (delta.empty()) continue;
-      if (!send(job.ser->delta_chunk(index, delta, st.new_logprobs()))) return false;
+      if (!send(job.ser->delta(index, delta, st.new_logprobs()))) return false;
       last_write = Clock::now();
     }
   }
@@ -274,6 +317,10 @@ bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usag
 
 void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
   UsageSum usage;
+  if (const std::string start = job.ser->stream_start(); !start.empty() && !sink.write(start)) {
+    cancel_all(job.channels);
+    return;
+  }
   for (int i = 0; i < static_cast<int>(job.channels.size()); ++i) {
     if (!stream_choice(ctx, job, i, usage, sink)) {
       cancel_all(job.channels);  // client gone or failed: the worker stops these jobs within a token
@@ -283,8 +330,7 @@ void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
     }
   }
   fill_log(ctx, job.gen, usage);
-  if (job.gen.include_usage && !sink.write(sse_data(job.ser->usage_chunk(usage.u)))) return;
-  sink.write(sse_done());
+  sink.write(job.ser->stream_end(usage.u));
 }
 
 }  // namespace
@@ -293,11 +339,21 @@ HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
                             std::unique_ptr<ResponseSerializer> serializer) {
   if (gen.request.prompt.empty()) throw invalid_field("prompt", "the prompt is empty after tokenization");
   ctx.model().engine->validate(gen.request);  // before queueing: a bad request costs no engine time
+  for (const std::vector<int>& p : gen.prompts) {
+    engine::GenerateRequest one = gen.request;
+    one.prompt = p;
+    ctx.model().engine->validate(one);
+  }
   auto channels = submit(ctx, gen);
-  if (!gen.stream) return collect(ctx, gen, channels, *serializer);
+  if (!gen.stream) {
+    HttpResponse res = collect(ctx, gen, channels, *serializer);
+    res.headers.insert(res.headers.end(), gen.headers.begin(), gen.headers.end());
+    return res;
+  }
+  HttpResponse res;
+  res.headers = gen.headers;
   auto job = std::make_shared<StreamJob>(StreamJob{std::move(gen), std::move(channels), std::move(serializer),
                                                    ctx.options().sse_ping_s});
-  HttpResponse res;
   res.content_type = "text/event-stream";
   res.headers.emplace_back("Cache-Control", "no-cache");
   res.stream = [&ctx, job](StreamSink& sink) { stream_events(ctx, *job, sink); };

@@ -18,6 +18,15 @@
 
 namespace anelm::server {
 
+// Where a request's stop strings may end its output. A stop string never cuts a constrained tool
+// call or a constrained JSON reply (it would leave arguments or content that are not the JSON the
+// grammar promised); llama-server likewise leaves a triggered grammar alone.
+enum class StopScope {
+  kEverywhere,        // no constraint, or the client's own GBNF `grammar`
+  kOutsideToolCalls,  // tool_choice auto: free text, but not inside a tool call's markup
+  kNowhere,           // the whole reply is constrained (response_format json, forced tool calls)
+};
+
 struct PreparedGeneration {
   engine::GenerateRequest request;     // prompt ids, max_tokens, sampling, top_logprobs
   int n = 1;                           // independent choices: choice i samples with seed + i
@@ -25,10 +34,16 @@ struct PreparedGeneration {
   std::function<std::shared_ptr<engine::TokenConstraint>()> make_constraint;
   std::function<std::unique_ptr<OutputParser>()> make_parser;
   std::vector<std::string> stop;       // stop strings
+  StopScope stop_scope = StopScope::kEverywhere;
   bool stream = false;
   bool include_usage = false;
   bool want_logprobs = false;          // return per-token logprobs
   std::string echo_text;               // prepended to the output (completions echo)
+  // /v1/completions with several prompts: choice i runs prompts[i / n] and echoes echo_texts[i / n]
+  // (each prompt is validated as request.prompt is). Empty: every choice runs request.prompt.
+  std::vector<std::vector<int>> prompts;
+  std::vector<std::string> echo_texts;
+  std::vector<std::pair<std::string, std::string>> headers;  // added to the response (both forms)
   std::function<bool()> client_gone;   // non-streamed: cancel the job once this is true
   std::shared_ptr<RequestLog> log;     // filled for the request's log line (may be null)
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
@@ -39,15 +54,22 @@ struct PreparedGeneration {
 class TextAssembler {
  public:
   // `context`: the prompt ids (SentencePiece keeps the first piece's space after a prompt).
+  // `calls`: when set, stop strings apply only outside tool calls; this parser (a second instance of
+  // the choice's output parser, fed the text before the stop strings see it) tells where they are.
   TextAssembler(const tok::Tokenizer& tokenizer, const std::vector<int>& context,
-                std::vector<std::string> stops);
+                std::vector<std::string> stops, std::unique_ptr<OutputParser> calls = nullptr);
   std::string push(int id);   // text safe to emit after this token
   std::string finish();       // the held-back remainder at the end (nothing after a stop string)
   bool stopped() const { return stop_.stopped(); }
+  const std::string& matched_stop() const { return stop_.matched(); }  // empty until stopped
 
  private:
+  std::string match_stops(std::string_view text);
+
   tok::StreamDecoder decoder_;
   StopMatcher stop_;
+  std::unique_ptr<OutputParser> calls_;
+  bool in_call_ = false;
 };
 
 // Validates the request with the engine (400, context_length_exceeded), submits one job per choice
@@ -57,7 +79,8 @@ HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
                             std::unique_ptr<ResponseSerializer> serializer);
 
 // OpenAI finish_reason for an engine result; `stopped` is true when a stop string ended it,
-// `tool_calls` when the output holds tool calls.
+// `tool_calls` when the output holds (complete) tool calls. A cut by the token limit or the context
+// is "length" even after complete calls, as in llama-server and OpenAI.
 const char* openai_finish_reason(engine::FinishReason r, bool stopped, bool tool_calls = false);
 
 }  // namespace anelm::server

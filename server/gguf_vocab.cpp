@@ -87,6 +87,7 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
   d.unk_id = read_id(g, "tokenizer.ggml.unknown_token_id", d.unk_id);
   d.pad_id = read_id(g, "tokenizer.ggml.padding_token_id", d.pad_id);
   if (const auto v = g.find_bool("tokenizer.ggml.add_bos_token")) d.add_bos = *v;
+  if (const auto v = g.find_bool("tokenizer.ggml.add_eos_token")) d.add_eos = *v;
   if (const auto v = g.find_bool("tokenizer.ggml.add_space_prefix")) d.add_space_prefix = *v;
   if (const auto v = g.find_string("tokenizer.chat_template")) d.chat_template = *v;
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",

@@ -15,6 +15,14 @@ HttpResponse handle_health(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_tokenize(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_detokenize(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_metrics(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_embeddings(ServerContext& ctx, const HttpRequest& req);  // POST /v1/embeddings (handlers_embeddings.cpp)
+// Anthropic Messages API (handlers_anthropic.cpp); errors in Anthropic's shape.
+HttpResponse handle_messages(ServerContext& ctx, const HttpRequest& req);      // POST /v1/messages
+HttpResponse handle_count_tokens(ServerContext& ctx, const HttpRequest& req);  // POST /v1/messages/count_tokens
+// OpenAI Responses API (handlers_responses.cpp).
+HttpResponse handle_responses_create(ServerContext& ctx, const HttpRequest& req);  // POST /v1/responses
+HttpResponse handle_responses_get(ServerContext& ctx, const HttpRequest& req);     // GET /v1/responses/{id}
+HttpResponse handle_responses_delete(ServerContext& ctx, const HttpRequest& req);  // DELETE /v1/responses/{id}
 
 // Throws 503 + Retry-After unless the model is loaded and the server is not draining.
 void require_ready(ServerContext& ctx);

@@ -42,6 +42,16 @@ const Route kRoutes[] = {
     {"POST", "/completions", false, false, handle_completions},
     {"POST", "/v1/chat/completions", false, false, handle_chat_completions},
     {"POST", "/chat/completions", false, false, handle_chat_completions},
+    {"POST", "/v1/messages", false, false, handle_messages},
+    {"POST", "/v1/messages/count_tokens", false, false, handle_count_tokens},
+    {"POST", "/v1/responses", false, false, handle_responses_create},
+    {"POST", "/responses", false, false, handle_responses_create},
+    {"GET", "/v1/responses/", true, false, handle_responses_get},
+    {"GET", "/responses/", true, false, handle_responses_get},
+    {"DELETE", "/v1/responses/", true, false, handle_responses_delete},
+    {"DELETE", "/responses/", true, false, handle_responses_delete},
+    {"POST", "/v1/embeddings", false, false, handle_embeddings},
+    {"POST", "/embeddings", false, false, handle_embeddings},
     {"POST", "/apply-template", false, false, handle_apply_template},
     {"POST", "/tokenize", false, false, handle_tokenize},
     {"POST", "/detokenize", false, false, handle_detokenize},
@@ -84,7 +94,7 @@ HttpResponse preflight(const HttpRequest& req, const ServerOptions& opts) {
     throw ApiError(403, "permission_error", "CORS origin not allowed");
   HttpResponse r;
   r.status = 204;
-  r.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  r.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
   r.headers.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
   r.headers.emplace_back("Access-Control-Max-Age", "600");
   return r;

@@ -62,6 +62,29 @@ size_t skip_leading_crlf(std::string_view buf) {
   return i;
 }
 
+// An absolute-form request target (RFC 9112 §3.2.2), "http://host[:port][/path][?query]" (http or
+// https, any case): `target` becomes its origin form ("/path?query", "/" when there is no path) and
+// `authority` its host[:port]. False for another scheme, an empty authority, userinfo ("user@",
+// which RFC 9110 §4.2.4 says to treat as an error) or characters a host may not hold.
+bool absolute_to_origin(std::string& target, std::string* authority) {
+  const size_t colon = target.find("://");
+  if (colon == std::string::npos) return false;
+  const std::string scheme = lower(std::string_view(target).substr(0, colon));
+  if (scheme != "http" && scheme != "https") return false;
+  const size_t start = colon + 3;
+  const size_t end = std::min(target.find_first_of("/?", start), target.size());
+  const std::string_view auth = std::string_view(target).substr(start, end - start);
+  const bool host_chars = std::all_of(auth.begin(), auth.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-._~:[]%!$&'()*+,;=").find(c) != std::string_view::npos;
+  });
+  if (auth.empty() || !host_chars || auth[0] == ':') return false;
+  *authority = std::string(auth);
+  std::string origin = target.substr(end);
+  if (origin.empty() || origin[0] == '?') origin.insert(0, "/");
+  target = std::move(origin);
+  return true;
+}
+
 }  // namespace
 
 HeadScan scan_head(std::string_view buf, const WireLimits& limits) {
@@ -102,8 +125,10 @@ WireError parse_head(std::string_view head, const WireLimits& limits, RequestHea
   h.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
   const std::string_view version = line.substr(sp2 + 1);
   if (!is_token(h.method)) return err(400, "malformed request method");
-  if (h.target.empty() || (h.target[0] != '/' && h.target != "*") ||
-      !std::all_of(h.target.begin(), h.target.end(), [](char c) { return c > 0x20 && c != 0x7f; }))
+  if (h.target.empty() || !std::all_of(h.target.begin(), h.target.end(), [](char c) { return c > 0x20 && c != 0x7f; }))
+    return err(400, "malformed request target");
+  std::string authority;  // of an absolute-form target
+  if (h.target[0] != '/' && h.target != "*" && !absolute_to_origin(h.target, &authority))
     return err(400, "malformed request target");
   if (version == "HTTP/1.1") h.minor_version = 1;
   else if (version == "HTTP/1.0") h.minor_version = 0;
@@ -152,6 +177,9 @@ WireError parse_head(std::string_view head, const WireLimits& limits, RequestHea
   }
   if (n_host > 1) return err(400, "more than one Host header");
   if (n_host == 0 && h.minor_version == 1) return err(400, "missing Host header");
+  // RFC 9112 §3.2.2: with an absolute-form target the server uses its authority and ignores Host,
+  // so the Host policy (DNS rebinding) judges the authority.
+  if (!authority.empty()) h.headers["host"] = authority;
   if (!transfer_encoding.empty()) {
     if (has_length) return err(400, "both Transfer-Encoding and Content-Length");
     if (h.minor_version == 0) return err(400, "Transfer-Encoding in an HTTP/1.0 request");

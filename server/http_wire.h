@@ -28,7 +28,7 @@ struct WireError {
 
 struct RequestHead {
   std::string method;
-  std::string target;  // as sent (origin-form)
+  std::string target;  // origin-form ("/path?query"; an absolute-form target is reduced to it) or "*"
   int minor_version = 1;  // HTTP/1.<minor>
   std::map<std::string, std::string> headers;  // lower-cased names; repeats joined with ", "
   bool chunked = false;
@@ -50,7 +50,8 @@ struct HeadScan {
 HeadScan scan_head(std::string_view buf, const WireLimits& limits);
 
 // Parses a complete head (the first `head_bytes` of the buffer). Refuses: bad request line or
-// field syntax, obs-fold, a missing (HTTP/1.1) or repeated Host, conflicting or invalid
+// field syntax, obs-fold, a missing (HTTP/1.1) or repeated Host, an absolute-form target other than
+// http(s)://authority (an accepted one's authority replaces the Host header, RFC 9112 §3.2.2), conflicting or invalid
 // Content-Length, Transfer-Encoding other than "chunked", TE together with CL (smuggling),
 // Content-Length over the body limit (413), and Content-Encoding other than identity (415).
 WireError parse_head(std::string_view head, const WireLimits& limits, RequestHead* out);

@@ -2,8 +2,16 @@
 #include "server/output_constraint.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <list>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
 
 #include "server/api_error.h"
 
@@ -39,42 +47,35 @@ std::string add_reasoning_rules(grammar::SchemaConverter& conv, const ChatShape&
   return "think ";
 }
 
-// Each offered tool's parameters on their own, so that a refused keyword is reported at its place
-// in the request (tools[i].function.parameters...), not inside the call wrapper.
-void check_tool_schemas(const ChatRequest& r, const std::string& only) {
-  const std::vector<std::string> names = tool_names(r.tools);
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (!only.empty() && names[i] != only) continue;
-    try {
-      grammar::SchemaConverter probe;
-      probe.add_schema("args", chat::tool_arguments_schema(r.tools, names[i]));
-    } catch (const grammar::SchemaError& e) {
-      throw grammar::SchemaError("tools[" + std::to_string(i) + "].function.parameters: " + e.what());
-    }
-  }
-}
-
 // tool_choice required / named / auto: the calls in the model's syntax, arguments per the schemas.
+// Tool schemas are never strict: a keyword the grammar cannot enforce is dropped and logged (the
+// schema still describes the tool to the model; OpenAI's per-function `strict` is not kept by the
+// request parser).
 std::string add_call_rules(grammar::SchemaConverter& conv, const ChatRequest& r, const chat::ChatFormat& format,
                            bool allow_response) {
   const chat::ToolCallShape shape = chat::tool_call_shape(format);
   const std::string only = r.tool_choice.kind == ToolChoice::Kind::kFunction ? r.tool_choice.name : "";
   const bool parallel = r.parallel_tool_calls && shape.supports_parallel && only.empty();
-  check_tool_schemas(r, only);
+  grammar::SchemaOptions relaxed;
+  relaxed.strict = false;
+  relaxed.where = "tools";
   if (shape.whole_output_json)
-    return conv.add_schema("envelope", chat::generic_envelope_schema(r.tools, only, allow_response, parallel));
+    return conv.add_schema("envelope", chat::generic_envelope_schema(r.tools, only, allow_response, parallel), relaxed);
   if (shape.name_outside_json) {
     std::string alts;
-    for (const std::string& name : tool_names(r.tools)) {
+    const std::vector<std::string> names = tool_names(r.tools);
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string& name = names[i];
       if (!only.empty() && name != only) continue;
-      const std::string args = conv.add_schema(name + "-args", chat::tool_arguments_schema(r.tools, name));
+      relaxed.where = "tools[" + std::to_string(i) + "].function.parameters";
+      const std::string args = conv.add_schema(name + "-args", chat::tool_arguments_schema(r.tools, name), relaxed);
       alts += (alts.empty() ? "" : " | ") + gbnf_literal(name) + " " + gbnf_literal(shape.name_suffix) + " " + args;
     }
     conv.add_rule("call", gbnf_literal(shape.prefix) + " ( " + alts + " )" +
                               (shape.suffix.empty() ? "" : " " + gbnf_literal(shape.suffix)));
     return parallel ? "call+" : "call";
   }
-  const std::string payload = conv.add_schema("payload", chat::tool_call_payload_schema(format.tools, r.tools, only));
+  const std::string payload = conv.add_schema("payload", chat::tool_call_payload_schema(format.tools, r.tools, only), relaxed);
   const std::string sep = shape.separator.empty() ? "" : gbnf_literal(shape.separator) + " ";
   const std::string pre = shape.prefix.empty() ? "" : gbnf_literal(shape.prefix) + " ";
   const std::string post = shape.suffix.empty() ? "" : " " + gbnf_literal(shape.suffix);
@@ -87,38 +88,39 @@ std::string add_call_rules(grammar::SchemaConverter& conv, const ChatRequest& r,
   return "calls";
 }
 
-std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf, const char* param) {
+std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf, const char* param, size_t max_bytes,
+                                                grammar::CompileBudget& budget) {
   try {
-    return grammar::parse_gbnf(gbnf);
+    return grammar::parse_gbnf(gbnf, "root", grammar::GbnfOptions{max_bytes, &budget});
+  } catch (const grammar::Cancelled&) {
+    throw;
   } catch (const grammar::Error& e) {
     throw invalid_field(param, std::string(param) + ": " + e.what());
   }
 }
 
-}  // namespace
-
-OutputConstraintSpec output_constraint_for(const GenerationFields& f, const ChatShape& chat) {
+OutputConstraintSpec compile_spec(const GenerationFields& f, const ChatShape& chat, grammar::CompileBudget& budget) {
   OutputConstraintSpec spec;
   const bool json_format = f.response_format.kind != ResponseFormat::Kind::kText;
   const ChatRequest* r = chat.request;
   const bool tools = r && !r->tools.empty() && r->tool_choice.kind != ToolChoice::Kind::kNone;
   if (!f.grammar.empty()) {
-    if (json_format) throw invalid_field("grammar", "grammar and response_format cannot be used together");
-    if (tools) throw invalid_field("grammar", "grammar and tools cannot be used together (set tool_choice to none)");
     spec.gbnf = f.grammar;
-    spec.grammar = compile(spec.gbnf, "grammar");
+    spec.grammar = compile(spec.gbnf, "grammar", grammar::kMaxGrammarBytes, budget);
     return spec;
   }
-  if (!json_format && !tools) return spec;
-
   grammar::SchemaConverter conv;
+  conv.set_budget(&budget);
   const char* param = "response_format";
   try {
     std::string body;
     if (json_format) {
+      grammar::SchemaOptions opt;
+      opt.strict = f.response_format.strict;
+      opt.where = "response_format.json_schema.schema";
       body = f.response_format.kind == ResponseFormat::Kind::kJsonObject
                  ? conv.add_schema("json-object", json{{"type", "object"}})
-                 : conv.add_schema("response", f.response_format.schema);
+                 : conv.add_schema("response", f.response_format.schema, opt);
     }
     if (tools) {
       param = "tools";
@@ -136,19 +138,134 @@ OutputConstraintSpec output_constraint_for(const GenerationFields& f, const Chat
         conv.add_rule("root", calls);
         spec.trigger = shape.trigger;
         spec.trigger_at_start = shape.trigger_at_start;
+        spec.relaxed = conv.relaxed();
         spec.gbnf = conv.gbnf();
-        spec.grammar = compile(spec.gbnf, "tools");
+        spec.grammar = compile(spec.gbnf, "tools", grammar::kMaxSchemaGrammarBytes, budget);
         return spec;
       }
     }
     conv.add_rule("root", add_reasoning_rules(conv, chat) + body);
+  } catch (const grammar::Cancelled&) {
+    throw;
   } catch (const grammar::SchemaError& e) {
     throw invalid_field(param, e.what());
+  } catch (const grammar::Error& e) {  // a size limit while converting
+    throw invalid_field(param, std::string(param) + ": " + e.what());
   } catch (const std::invalid_argument& e) {  // chat's schema helpers: unknown tool name
     throw invalid_field(r && r->tool_choice.kind == ToolChoice::Kind::kFunction ? "tool_choice" : "tools", e.what());
   }
+  spec.relaxed = conv.relaxed();
   spec.gbnf = conv.gbnf();
-  spec.grammar = compile(spec.gbnf, param);
+  spec.grammar = compile(spec.gbnf, param, grammar::kMaxSchemaGrammarBytes, budget);
+  return spec;
+}
+
+// Everything a compiled spec depends on, as one string: equal keys give equal specs.
+std::string cache_key(const GenerationFields& f, const ChatShape& chat) {
+  std::string k;
+  const ChatRequest* r = chat.request;
+  const bool tools = r && !r->tools.empty() && r->tool_choice.kind != ToolChoice::Kind::kNone;
+  auto add = [&k](std::string_view part) {
+    k += std::to_string(part.size());
+    k += ':';
+    k.append(part);
+  };
+  add(f.grammar);
+  add(std::to_string(static_cast<int>(f.response_format.kind)) + (f.response_format.strict ? "s" : "n"));
+  if (f.response_format.kind == ResponseFormat::Kind::kJsonSchema) add(f.response_format.schema.dump());
+  if (chat.format) {
+    add(std::to_string(static_cast<int>(chat.format->tools)) + "," + std::to_string(static_cast<int>(chat.format->reasoning)) +
+        "," + std::to_string(static_cast<int>(chat.format->mistral_form)) + "," +
+        std::to_string(chat.format->template_accepts_tools) + "," + std::to_string(chat.starts_in_reasoning));
+  }
+  if (tools) {
+    add(std::to_string(static_cast<int>(r->tool_choice.kind)) + r->tool_choice.name + (r->parallel_tool_calls ? "p" : "s"));
+    add(r->tools.dump());
+  }
+  return k;
+}
+
+// A bounded LRU of compiled specs. Specs are immutable once built (grammars are shared read-only).
+class SpecCache {
+ public:
+  std::optional<OutputConstraintSpec> get(const std::string& key) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      ++misses_;
+      return std::nullopt;
+    }
+    ++hits_;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
+  }
+  void put(const std::string& key, const OutputConstraintSpec& spec) {
+    if (key.size() > kConstraintCacheKeyBytes / 4) return;  // one huge request may not evict everything
+    std::lock_guard<std::mutex> lk(mu_);
+    if (index_.count(key)) return;
+    lru_.emplace_front(key, spec);
+    index_.emplace(lru_.front().first, lru_.begin());
+    bytes_ += key.size() + spec.gbnf.size();
+    while (!lru_.empty() && (lru_.size() > kConstraintCacheEntries || bytes_ > kConstraintCacheKeyBytes)) {
+      auto& last = lru_.back();
+      bytes_ -= last.first.size() + last.second.gbnf.size();
+      index_.erase(std::string_view(last.first));
+      lru_.pop_back();
+    }
+  }
+  ConstraintCacheStats stats() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return {hits_, misses_, lru_.size()};
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lk(mu_);
+    index_.clear();
+    lru_.clear();
+    bytes_ = hits_ = misses_ = 0;
+  }
+
+ private:
+  using Entry = std::pair<std::string, OutputConstraintSpec>;
+  std::mutex mu_;
+  std::list<Entry> lru_;
+  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;  // views into lru_ keys
+  size_t bytes_ = 0, hits_ = 0, misses_ = 0;
+};
+
+SpecCache& spec_cache() {
+  static SpecCache c;
+  return c;
+}
+
+}  // namespace
+
+ConstraintCacheStats constraint_cache_stats() { return spec_cache().stats(); }
+void clear_constraint_cache() { spec_cache().clear(); }
+
+OutputConstraintSpec output_constraint_for(const GenerationFields& f, const ChatShape& chat,
+                                           const std::function<bool()>& cancelled) {
+  const bool json_format = f.response_format.kind != ResponseFormat::Kind::kText;
+  const ChatRequest* r = chat.request;
+  const bool tools = r && !r->tools.empty() && r->tool_choice.kind != ToolChoice::Kind::kNone;
+  if (!f.grammar.empty()) {
+    if (json_format) throw invalid_field("grammar", "grammar and response_format cannot be used together");
+    if (tools) throw invalid_field("grammar", "grammar and tools cannot be used together (set tool_choice to none)");
+  }
+  if (f.grammar.empty() && !json_format && !tools) return {};
+  const std::string key = cache_key(f, chat);
+  if (auto hit = spec_cache().get(key)) {
+    if (!hit->relaxed.empty()) spdlog::debug("output constraint (cached): {} schema keyword(s) relaxed", hit->relaxed.size());
+    return *hit;
+  }
+  grammar::CompileBudget budget(cancelled, std::chrono::milliseconds(kConstraintCompileMs));
+  OutputConstraintSpec spec;
+  try {
+    spec = compile_spec(f, chat, budget);
+  } catch (const grammar::Cancelled& e) {
+    throw ApiError(400, "invalid_request_error", e.what(), "", "cancelled");
+  }
+  for (const std::string& note : spec.relaxed) spdlog::info("output constraint relaxed (not enforced): {}", note);
+  spec_cache().put(key, spec);
   return spec;
 }
 

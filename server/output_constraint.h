@@ -30,7 +30,15 @@ struct OutputConstraintSpec {
   // then applies from the trigger's first byte. Empty: the grammar applies from the first token.
   std::string trigger;
   bool trigger_at_start = false;  // the trigger counts only at the start of the reply (Llama 3 '{')
+  // Schema keywords dropped because the grammar cannot enforce them (non-strict schemas and tools),
+  // one note per keyword and path; logged when the spec is compiled.
+  std::vector<std::string> relaxed;
 };
+
+// Limits of one constraint compilation (besides the grammar limits in grammar/grammar.h).
+inline constexpr int kConstraintCompileMs = 5000;   // past this: 400 "grammar too costly"
+inline constexpr size_t kConstraintCacheEntries = 64;
+inline constexpr size_t kConstraintCacheKeyBytes = 64u << 20;  // request text held by the cache
 
 // How the chat model writes (null for /v1/completions).
 struct ChatShape {
@@ -39,9 +47,23 @@ struct ChatShape {
   bool starts_in_reasoning = false;  // the prompt left a reasoning block open
 };
 
-// Throws ApiError 400 naming the field: an unsupported JSON Schema keyword (response_format...),
-// a GBNF error (grammar), tools whose parameters cannot be enforced (tools), conflicting fields.
-OutputConstraintSpec output_constraint_for(const GenerationFields& fields, const ChatShape& chat);
+// Throws ApiError 400 naming the field: an unsupported JSON Schema keyword under
+// response_format.json_schema.strict, a GBNF error (grammar), a grammar over a size limit or over
+// kConstraintCompileMs, conflicting fields. Tool schemas and non-strict response schemas never fail
+// on an unsupported keyword: it is dropped and logged (spec.relaxed).
+// Compilation is linear in the request and polls `cancelled` (HttpRequest::client_gone) every few
+// milliseconds, stopping with an ApiError once it is true. Compiled specs are cached (bounded LRU,
+// thread-safe) keyed by the exact schema / grammar / tools text and mode, so an agent's tool list
+// is compiled once.
+OutputConstraintSpec output_constraint_for(const GenerationFields& fields, const ChatShape& chat,
+                                           const std::function<bool()>& cancelled = {});
+
+// The cache's counters (tests, metrics).
+struct ConstraintCacheStats {
+  size_t hits = 0, misses = 0, entries = 0;
+};
+ConstraintCacheStats constraint_cache_stats();
+void clear_constraint_cache();
 
 // A fresh engine::TokenConstraint per choice; empty function when the spec is unconstrained.
 std::function<std::shared_ptr<engine::TokenConstraint>()> constraint_factory(

@@ -13,7 +13,7 @@ class PlainParser final : public OutputParser {
     content_ += text;
     out.content += text;
   }
-  void finish(OutputDelta&) override {}
+  void finish(OutputDelta&, bool) override {}
   void result(ChoiceOutput& out) const override { out.content = content_; }
 
  private:

@@ -79,6 +79,7 @@ engine::EngineOptions engine_options(const ServerOptions& o, const std::string& 
   e.parallel = o.parallel;
   e.ane_fp32_residual = o.ane_fp32_residual;
   e.prompt_cache_bytes = static_cast<int64_t>(o.cache_ram_mb) << 20;
+  e.embeddings = o.embeddings;
   if (!o.weights.empty()) e.weights = engine::weights_type_from_name(o.weights);  // validated: a known name
   e.ane_cache_dir = o.ane_cache_dir == "auto" ? default_ane_cache_dir() : o.ane_cache_dir;
   e.background_residency = true;  // ready as soon as the model is mapped and parsed

@@ -21,6 +21,7 @@ struct ServerOptions {
   int cache_ram_mb = 256;              // --cache-ram: prompt cache across requests, MiB; 0: off
   std::string config_file;             // --config: JSON file of defaults
   bool offline = false;                // --offline: never download a missing model
+  bool embeddings = false;             // --embeddings: serve /v1/embeddings for any model (mean pooling unless the file says otherwise)
   std::string weights;                 // --weights: re-quantize at load (engine::kWeightsTypeNames); empty: as stored
   std::string presets_dir = "auto";    // --presets: model presets; "auto": configs/models of the source tree; "": none
   bool ane_fp32_residual = false;      // --ane-fp32-residual: keep the residual stream in fp32 on the CPU
@@ -40,7 +41,7 @@ struct ServerOptions {
   int shutdown_grace_ms = 5000;        // SIGINT/SIGTERM: time in-flight jobs get before cancellation
   int retry_after_s = 1;               // Retry-After on 429 / 503
   int default_max_tokens = 16;         // /v1/completions max_tokens when absent (OpenAI: 16)
-  int sse_ping_s = 15;                 // ": ping" keep-alive comment interval while streaming
+  int sse_ping_s = 5;                  // ": ping" keep-alive comment interval while streaming (agents time out)
   std::vector<std::string> allowed_hosts;  // Host header names accepted besides loopback and --host
   std::vector<std::string> cors_origins;   // Origins allowed by CORS; empty: no CORS headers
 };

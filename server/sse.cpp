@@ -14,6 +14,13 @@ std::string sse_data(std::string_view payload) {
   return out;
 }
 
+std::string sse_event(std::string_view event, std::string_view payload) {
+  std::string out = "event: ";
+  out += event;  // a fixed name chosen by the serializer
+  out += '\n';
+  return out + sse_data(payload);
+}
+
 std::string sse_done() { return "data: [DONE]\n\n"; }
 
 std::string sse_comment(std::string_view text) {

@@ -41,6 +41,14 @@ std::string StopMatcher::push(std::string_view text) {
   return out;
 }
 
+std::string StopMatcher::pass(std::string_view text) {
+  if (stopped_) return {};
+  std::string out = std::move(pending_);
+  pending_.clear();
+  out += text;
+  return out;
+}
+
 std::string StopMatcher::flush() {
   std::string out;
   out.swap(pending_);

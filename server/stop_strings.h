@@ -14,6 +14,9 @@ class StopMatcher {
   // Appends `text`; returns the text that is now safe to emit. After a stop string is found,
   // stopped() is true, the returned text ends just before it, and later pushes return "".
   std::string push(std::string_view text);
+  // Text where stop strings do not apply (inside a constrained tool call): returns the held-back
+  // text, which can no longer complete a match, then `text`. Matching starts afresh after it.
+  std::string pass(std::string_view text);
   // At the end of generation: the held-back text (a partial match that never completed).
   std::string flush();
   bool stopped() const { return stopped_; }

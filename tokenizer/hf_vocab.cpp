@@ -222,6 +222,7 @@ void apply_tokenizer_config(VocabData& d, const fs::path& file, const json& cfg)
     for (const auto& s : special_names) a.special = a.special || a.content == s;
   }
   if (cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()) d.add_bos = cfg["add_bos_token"].get<bool>();
+  if (cfg.contains("add_eos_token") && cfg["add_eos_token"].is_boolean()) d.add_eos = cfg["add_eos_token"].get<bool>();
   if (cfg.contains("chat_template")) {
     const json& t = cfg["chat_template"];
     if (t.is_string()) {

@@ -31,6 +31,7 @@ struct VocabData {
   std::vector<Added> added;
   int bos_id = -1, eos_id = -1, eot_id = -1, unk_id = -1, pad_id = -1;
   bool add_bos = false;                   // the model's rule for raw prompts
+  bool add_eos = false;                   // append EOS to inputs (embedding models: Qwen3-Embedding)
   bool add_space_prefix = true;           // SPM: prepend "▁" to the text (llama)
   std::vector<int> eog_ids;               // all end-of-generation ids (eos, eot, <|im_end|>, ...)
   std::string chat_template;              // Jinja source from the model, empty if none

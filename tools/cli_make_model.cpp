@@ -34,6 +34,13 @@ engine::ModelFormat parse_format(const std::string& s) {
   throw Error(ErrorKind::kInvalidArgument, "--format: expected gguf or hf, got '" + s + "'");
 }
 
+engine::Pooling parse_pooling(const std::string& s) {
+  for (auto p : {engine::Pooling::kNone, engine::Pooling::kMean, engine::Pooling::kCls, engine::Pooling::kLast}) {
+    if (s == engine::pooling_name(p)) return p;
+  }
+  throw Error(ErrorKind::kInvalidArgument, "--pooling: expected none, mean, cls or last, got '" + s + "'");
+}
+
 }  // namespace
 
 int run_make_model(int argc, char** argv) {
@@ -48,7 +55,9 @@ int run_make_model(int argc, char** argv) {
       ("seed", "weight seed (same seed: same weights in both formats)", cxxopts::value<uint64_t>()->default_value("42"))
       ("layers", "override the shape's layer count", cxxopts::value<int>()->default_value("0"))
       ("tokenizer-from", "copy the tokenizer from a GGUF file or HF directory (default: synthetic)",
-       cxxopts::value<std::string>()->default_value(""));
+       cxxopts::value<std::string>()->default_value(""))
+      ("pooling", "an embedding model (gguf): none, mean, cls or last (last: inputs end with <|endoftext|>, "
+       "as Qwen3-Embedding)", cxxopts::value<std::string>()->default_value("none"));
   auto r = parse_cli(options, argc, argv);
   if (!r) return 0;
   if (!r->count("out")) throw Error(ErrorKind::kInvalidArgument, "--out is required");
@@ -61,6 +70,7 @@ int run_make_model(int argc, char** argv) {
   o.seed = (*r)["seed"].as<uint64_t>();
   o.layers = (*r)["layers"].as<int>();
   o.tokenizer = (*r)["tokenizer-from"].as<std::string>();
+  o.pooling = parse_pooling((*r)["pooling"].as<std::string>());
   auto made = make_model(o, (*r)["out"].as<std::string>());
   nlohmann::json out = {{"out", made.path},          {"arch", engine::arch_name(made.config.arch)},
                         {"shape", o.shape},          {"dtype", engine::dtype_name(o.dtype)},

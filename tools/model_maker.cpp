@@ -1,6 +1,7 @@
 // make_model: seeded random Qwen2/Llama weights streamed into a GGUF file or an HF safetensors directory.
 #include "tools/model_maker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,7 @@ ModelConfig shape_config(const MakeModelOptions& o) {
                                                    kLlama32Scaling[2], kLlama32Scaling[3]);
   }
   c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
+  c.pooling = o.pooling;
   return c;
 }
 
@@ -286,6 +288,15 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
   w.add_u32(a + ".attention.key_length", c.head_dim);
   w.add_u32(a + ".attention.value_length", c.head_dim);
   if (c.arch == Arch::kLlama) w.add_u32(a + ".vocab_size", c.vocab_size);
+  if (c.pooling != Pooling::kNone) w.add_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling));
+}
+
+// Last-token pooling reads the hidden state at the EOS every input ends with (Qwen3-Embedding:
+// <|endoftext|>, appended by the tokenizer): make it the vocabulary's EOS when it has one.
+void use_endoftext_eos(MakerVocab& v) {
+  if (v.gguf) return;  // keys are copied verbatim
+  const auto it = std::find(v.tokens.begin(), v.tokens.end(), "<|endoftext|>");
+  if (it != v.tokens.end()) v.eos = static_cast<int>(it - v.tokens.begin());
 }
 
 }  // namespace
@@ -295,8 +306,12 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + dtype_name(o.dtype) +
                                                  " needs GGUF output (safetensors has no block types)");
   }
+  if (o.pooling != Pooling::kNone && o.format != ModelFormat::kGguf) {
+    throw Error(ErrorKind::kInvalidArgument, "make_model: --pooling needs GGUF output");
+  }
   ModelConfig c = shape_config(o);
   MakerVocab vocab = load_maker_vocab(o.tokenizer);
+  if (o.pooling == Pooling::kLast) use_endoftext_eos(vocab);
   int vocab_size = static_cast<int>(vocab.tokens.size());
   if (o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b") {
     if (vocab.paddable && vocab_size < 151936) vocab_size = 151936;
@@ -328,6 +343,9 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     GgufWriter w;
     add_gguf_hparams(c, o.dtype, w);
     add_maker_vocab_to_gguf(vocab, w);
+    if (o.pooling == Pooling::kLast && !(vocab.gguf && vocab.gguf->has("tokenizer.ggml.add_eos_token"))) {
+      w.add_bool("tokenizer.ggml.add_eos_token", true);
+    }
     for (size_t i = 0; i < plan.size(); ++i) w.add_tensor(plan[i].gguf_name, types[i], plan[i].shape);
     w.begin(out);
     made.data_bytes = stream_tensors(plan, types, c, o.seed, o.dtype,

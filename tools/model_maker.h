@@ -19,6 +19,10 @@ struct MakeModelOptions {
   std::string tokenizer;             // "" synthetic 512-token byte-level BPE; a .gguf (all tokenizer.*
                                      // keys copied); or an HF dir (vocab.json + merges.txt + added tokens)
   int layers = 0;                    // > 0 overrides the shape's layer count
+  // An embedding model (GGUF only): writes `<arch>.pooling_type` as llama.cpp's converter does;
+  // kLast also makes inputs end with <|endoftext|> (eos, tokenizer.ggml.add_eos_token), as
+  // Qwen3-Embedding's GGUF.
+  engine::Pooling pooling = engine::Pooling::kNone;
 };
 
 struct MadeModel {

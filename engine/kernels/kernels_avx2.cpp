@@ -1,7 +1,9 @@
 // AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0/Q4_0 matmuls as
-// integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick), F16 KV attention.
+// integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick), Q4_K/Q5_K/Q6_K over Q8_K
+// activations (kernels_quant_avx2-inl.h), vectorised activation quantisers, F16 KV attention.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -336,6 +338,81 @@ struct AttnSimd {
 #include "engine/kernels/attention_simd-inl.h"
 
 #include "engine/kernels/kernels_quant_simd-inl.h"
+#include "engine/kernels/kernels_quant_avx2-inl.h"
+
+// ---- activation quantisers (bit-identical to the reference) ---------------------------------------
+
+// 32 int32 (four vectors, in order) -> 32 int8 in order (values already within int8).
+inline __m256i pack_epi32_epi8(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+inline __m256 abs256(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+inline float hmax256(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+// As ref::quantize_q8: same amax, d and 1/d; x * id rounded to nearest even (the MXCSR default).
+void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
+  for (int64_t b = 0; b < n / kQBlock; ++b) {
+    const float* xb = x + b * kQBlock;
+    __m256 v[4];
+    for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
+    const float amax = hmax256(_mm256_max_ps(_mm256_max_ps(abs256(v[0]), abs256(v[1])), _mm256_max_ps(abs256(v[2]), abs256(v[3]))));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), pack_epi32_epi8(q[0], q[1], q[2], q[3]));
+    out[b].d = half_to_float(float_to_half(d));  // f16-rounded scale, as llama.cpp's Q8_0 activations
+    out[b].sum = qs_hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+  }
+}
+
+// As ref::quantize_q8k: max is the first element of largest magnitude (its sign kept), iscale =
+// -127 / max, q = min(127, x * iscale rounded to nearest even), bsums per 16, d = 1 / iscale.
+void quantize_q8k(const float* x, int64_t n, QBlockK* __restrict out) {
+  for (int64_t b = 0; b < n / kQKBlock; ++b) {
+    const float* xb = x + b * kQKBlock;
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < kQKBlock; i += 8) m = _mm256_max_ps(m, abs256(_mm256_loadu_ps(xb + i)));
+    const float amax = hmax256(m);
+    QBlockK& o = out[b];
+    if (amax == 0.0f) {
+      std::memset(&o, 0, sizeof(o));
+      continue;
+    }
+    float max = 0.0f;
+    for (int i = 0; i < kQKBlock; i += 8) {
+      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(abs256(_mm256_loadu_ps(xb + i)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+      if (hit) {
+        max = xb[i + __builtin_ctz(static_cast<unsigned>(hit))];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    const __m256i top = _mm256_set1_epi32(127);
+    alignas(32) int32_t sums[16];
+    for (int i = 0; i < kQKBlock; i += 32) {
+      __m256i q[4];
+      for (int j = 0; j < 4; ++j) q[j] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + i + 8 * j), vs)), top);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.qs + i), pack_epi32_epi8(q[0], q[1], q[2], q[3]));
+      // Sums of 16: lanes of q0 + q1 and q2 + q3, reduced pairwise (hadd stays within 128-bit lanes).
+      const __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+      const __m256i h2 = _mm256_hadd_epi32(h, h);  // lane: s01lo, s23lo, ..., per 128-bit half
+      sums[i / 16] = _mm256_extract_epi32(h2, 0) + _mm256_extract_epi32(h2, 4);
+      sums[i / 16 + 1] = _mm256_extract_epi32(h2, 1) + _mm256_extract_epi32(h2, 5);
+    }
+    for (int g = 0; g < kQKBlock / 16; ++g) o.bsums[g] = static_cast<int16_t>(sums[g]);
+    o.d = 1.0f / iscale;
+  }
+}
 
 template <class K>
 struct MatmulOf {
@@ -355,6 +432,11 @@ const KernelTable& avx2_kernel_table() {
     t.matmul[dtype_index(DType::kQ8_0)] = matmul_impl<Q8_0Kernel>;
     t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
     fill_quant_simd<MatmulOf>(t);
+    t.matmul[dtype_index(DType::kQ4_K)] = k2_matmul<Q4_KKernel2>;
+    t.matmul[dtype_index(DType::kQ5_K)] = k2_matmul<Q5_KKernel2>;
+    t.matmul[dtype_index(DType::kQ6_K)] = k2_matmul<Q6_KKernel2>;
+    t.quantize_q8 = quantize_q8;
+    t.quantize_q8k = quantize_q8k;
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;

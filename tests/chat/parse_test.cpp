@@ -7,6 +7,7 @@
 #include <random>
 
 #include "chat/chat_format.h"
+#include "chat/json_text.h"
 #include "tests/chat/stream_check.h"
 
 namespace anelm::chat {
@@ -220,8 +221,8 @@ TEST(HermesParse, TruncatedBeforeTheCallIsAnnouncedStaysContent) {
 }
 
 TEST(HermesParse, TruncatedInsideArguments) {
-  // parse_message: the whole block is content. Streaming: the announced call stays, with what it
-  // got.
+  // parse_message: the whole block is content. Streaming: the announced call's fragments were
+  // streamed, but the final message drops the call (its arguments are not complete JSON).
   const std::string text =
       "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par";
   const ParsedMessage parsed = parse_message(text, kQwen25, opts());
@@ -229,6 +230,81 @@ TEST(HermesParse, TruncatedInsideArguments) {
   EXPECT_TRUE(parsed.tool_calls.empty());
   expect_stream_equals(text, kQwen25, opts(),
                        msg("", "Checking.", {{"get_weather", "{\"city\": \"Par"}}), true);
+  ParsedMessage final;
+  run_stream(text, kQwen25, opts(), {}, false, &final);
+  EXPECT_TRUE(final.tool_calls.empty()) << describe(final);
+}
+
+// A cut output (max_tokens, a stop string): whatever the cut point inside the markup, the opening
+// marker, the block and an unfinished call never become content, and only a complete call is a call.
+TEST(HermesParse, CutOutputDropsUnfinishedMarkup) {
+  for (const ChatFormat& format : {kQwen25, kQwen3}) {
+    const std::string before = "Checking.\n";
+    const std::string full = before + kWeatherCall + "\n" + kWeatherCall;
+    const std::size_t first_done = full.find("}}") + 2;
+    const std::size_t second_done = full.rfind("}}") + 2;
+    for (std::size_t len = 0; len <= full.size(); ++len) {
+      const std::string text = full.substr(0, len);
+      const std::string content = len <= before.size() ? text : "Checking.";
+      for (const auto& cuts : testing::all_chunkings(text.size(), 3, 99)) {
+        ParsedMessage final;
+        const testing::Reassembled r = run_stream(text, format, opts(), cuts, true, &final);
+        ASSERT_TRUE(r.problems.empty()) << text << ": " << r.problems[0];
+        ASSERT_EQ(r.message.content, content) << text;
+        ASSERT_EQ(final.content, content) << text;
+        const std::size_t whole = len >= second_done ? 2 : len >= first_done ? 1 : 0;
+        ASSERT_EQ(final.tool_calls.size(), whole) << text << "\n" << describe(final);
+        for (const ToolCall& c : final.tool_calls) EXPECT_EQ(c.arguments, kWeatherArgs);
+      }
+    }
+  }
+  // The same prefixes ended by the model itself: a partial marker is its text (content).
+  expect_parse_and_stream("Checking. <tool_ca", kQwen25, opts(), msg("", "Checking. <tool_ca"), false);
+  // Llama 3 and Mistral: the same rule.
+  ParsedMessage final;
+  run_stream("{\"name\": \"now\", \"parameters\": {\"tz\": \"U", kLlama, opts(), {}, true, &final);
+  EXPECT_EQ(describe(final), describe(msg("", "")));
+  run_stream("Hi<|python_t", kLlama, opts(), {}, true, &final);
+  EXPECT_EQ(final.content, "Hi<|python_t") << "not at the start: text";
+  run_stream("<|python_t", kLlama, opts(), {}, true, &final);
+  EXPECT_EQ(describe(final), describe(msg("", "")));
+  run_stream("Ok[TOOL_CA", kMistral, opts(), {}, true, &final);
+  EXPECT_EQ(describe(final), describe(msg("", "Ok")));
+  run_stream("[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"x",
+             kMistral, opts(), {}, true, &final);
+  EXPECT_EQ(describe(final), describe(msg("", "", {{"a", "{}"}})));
+  // A cut inside a reasoning block's close marker drops the partial marker too.
+  run_stream("<think>\nplan</thi", kQwen3, opts(), {}, true, &final);
+  EXPECT_EQ(describe(final), describe(msg("plan", "")));
+}
+
+// The arguments check is JSON syntax: it agrees with nlohmann's parser, except that a number too
+// large for a double is still JSON.
+TEST(JsonText, SyntaxAgreesWithAJsonParser) {
+  for (const std::string t :
+       {"{}", " {\"a\": [1, -2.5e+3, true, false, null, \"\\u00e9\\n\"]} ", "[]", "0", "-0.0", "\"x\"", "{\"a\":{}}",
+        "{", "{\"a\"}", "{\"a\": 1,}", "[1 2]", "01", "1.", "-", "+1", ".5", "1e", "tru", "nul", "\"\\x\"",
+        "\"\\ud800\"", "\"a\nb\"", "{} {}", "{\"a\": 1}}", "\"unterminated", "[1,]", "{1: 2}", ""}) {
+    EXPECT_EQ(detail::is_json_text(t, 64), nlohmann::json::accept(t)) << t;
+  }
+  EXPECT_TRUE(detail::is_json_text("[" + std::string(400, '9') + "]", 64));
+  EXPECT_TRUE(detail::is_json_text(std::string(64, '[') + std::string(64, ']'), 64));
+  EXPECT_FALSE(detail::is_json_text(std::string(65, '[') + std::string(65, ']'), 64));
+}
+
+TEST(HermesParse, InToolCallCoversTheMarkupFromTheMarkersLastByte) {
+  const std::string text = "Sure <tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\nok";
+  const std::size_t open_last = text.find('>');
+  const std::size_t close_last = text.rfind('>');
+  StreamParser p(kQwen25, opts());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    p.feed(std::string_view(text).substr(i, 1));
+    EXPECT_EQ(p.in_tool_call(), i >= open_last && i < close_last) << i << " " << text[i];
+  }
+  // In reasoning, markup is text: never a call.
+  StreamParser r(kQwen3, opts());
+  r.feed("<think>\nmaybe <tool_call>\n{");
+  EXPECT_FALSE(r.in_tool_call());
 }
 
 TEST(HermesParse, InvalidArgumentsJsonRevertsOnlyInParse) {
@@ -243,6 +319,10 @@ TEST(HermesParse, InvalidArgumentsJsonRevertsOnlyInParse) {
             "x\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"v\": tru}}\n</tool_call>");
   expect_stream_equals(text, kQwen25, opts(), msg("", "x", {{"a", "{}"}, {"b", "{\"v\": tru}"}}),
                        true);
+  // The final message of the stream keeps only the call whose arguments are JSON.
+  ParsedMessage final;
+  run_stream(text, kQwen25, opts(), {}, false, &final);
+  EXPECT_EQ(describe(final), describe(msg("", "x", {{"a", "{}"}})));
 }
 
 TEST(HermesParse, DepthIsBounded) {

@@ -17,12 +17,14 @@ struct Reassembled {
   std::vector<std::string> problems;
 };
 
-// Feeds `text` cut at the given offsets (ascending), then finish(); rebuilds the message from the
+// Feeds `text` cut at the given offsets (ascending), then finish(cut); rebuilds the message from the
 // deltas and checks the delta protocol: each call opens with one kToolCallStart carrying its index
 // (0, 1, ...), a well-formed id and a name before any of its argument fragments; arguments only for
-// opened calls; StreamParser::message() equals the rebuilt message.
+// opened calls; StreamParser::message() equals the rebuilt message less the calls it dropped
+// (unfinished or not JSON). `final` is message().
 Reassembled run_stream(std::string_view text, const ChatFormat& format, const ParseOptions& options,
-                       const std::vector<std::size_t>& cuts);
+                       const std::vector<std::size_t>& cuts, bool cut = false,
+                       ParsedMessage* final = nullptr);
 
 // Chunkings to try: byte by byte, every single cut, and `random_count` random chunkings.
 std::vector<std::vector<std::size_t>> all_chunkings(std::size_t length, int random_count,

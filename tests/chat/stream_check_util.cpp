@@ -31,7 +31,7 @@ std::string describe(const ParsedMessage& m) {
 }
 
 Reassembled run_stream(std::string_view text, const ChatFormat& format, const ParseOptions& options,
-                       const std::vector<std::size_t>& cuts) {
+                       const std::vector<std::size_t>& cuts, bool cut, ParsedMessage* final) {
   Reassembled r;
   StreamParser parser(format, options);
   auto absorb = [&](const std::vector<Delta>& deltas) {
@@ -70,14 +70,17 @@ Reassembled run_stream(std::string_view text, const ChatFormat& format, const Pa
     at = cut;
   }
   absorb(parser.feed(text.substr(at)));
-  absorb(parser.finish());
+  absorb(parser.finish(cut));
   const ParsedMessage& m = parser.message();
-  bool same = m.content == r.message.content && m.reasoning == r.message.reasoning &&
-              m.tool_calls.size() == r.message.tool_calls.size();
+  if (final) *final = m;
+  // message() == the deltas, less dropped calls (matched by id, in order).
+  bool same = m.content == r.message.content && m.reasoning == r.message.reasoning;
+  std::size_t j = 0;
   for (std::size_t i = 0; same && i < m.tool_calls.size(); ++i) {
-    same = m.tool_calls[i].id == r.message.tool_calls[i].id &&
-           m.tool_calls[i].name == r.message.tool_calls[i].name &&
-           m.tool_calls[i].arguments == r.message.tool_calls[i].arguments;
+    while (j < r.message.tool_calls.size() && r.message.tool_calls[j].id != m.tool_calls[i].id) ++j;
+    same = j < r.message.tool_calls.size() && m.tool_calls[i].name == r.message.tool_calls[j].name &&
+           m.tool_calls[i].arguments == r.message.tool_calls[j].arguments;
+    ++j;
   }
   if (!same) r.problems.push_back("message() differs from the deltas: " + describe(m));
   return r;

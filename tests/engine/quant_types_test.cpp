@@ -287,6 +287,46 @@ TEST_P(QuantKernelsTest, MatmulMatchesReference) {
   }
 }
 
+// Prefill shapes (the integer path: no float activations given): K long enough to be real model
+// rows, enough rows that the kernels' row chunks (AVX2 K-quants: ~48 KB of weights each) split the
+// range several times, token counts that leave ragged tiles, and a row sub-range starting mid-chunk.
+TEST_P(QuantKernelsTest, MatmulManyTokensMatchesReference) {
+  for (DType t : kNewTypes) {
+    const bool qk = uses_q8k_activations(t);
+    const int64_t rows = 200, cols = 1024, r0 = 5;
+    for (int n : {13, 35}) {
+      const auto w = random_blocks(t, rows, cols, static_cast<uint32_t>(7 * n + 1));
+      const auto x = random_floats(static_cast<size_t>(n * cols), static_cast<uint32_t>(11 + n));
+      std::vector<QBlock8> xq(static_cast<size_t>(n * cols / kQBlock));
+      std::vector<QBlockK> xk(static_cast<size_t>(n * cols / kQKBlock));
+      std::vector<float> xdq(x.size());
+      if (qk) {
+        k().quantize_q8k(x.data(), n * cols, xk.data());
+        ref::dequantize_q8k(xk.data(), n * cols, xdq.data());
+      } else {
+        k().quantize_q8(x.data(), n * cols, xq.data());
+        ref::dequantize_q8(xq.data(), n * cols, xdq.data());
+      }
+      std::vector<float> expected(static_cast<size_t>(n * rows)), actual(expected.size(), -999.0f);
+      ref::matmul(w.data(), t, rows, cols, xdq.data(), n, expected.data());
+      const void* xa = qk ? static_cast<const void*>(xk.data()) : xq.data();
+      k().matmul[dtype_index(t)](w.data(), cols, nullptr, xa, n, actual.data(), rows, r0, rows);
+      for (int i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float e = expected[i * rows + r], a = actual[i * rows + r];
+          if (r < r0) {
+            ASSERT_EQ(a, -999.0f) << "wrote outside its rows";
+            continue;
+          }
+          ASSERT_LE(std::fabs(e - a), 4e-3 + 2e-5 * std::fabs(e))
+              << "matmul " << dtype_name(t) << " [" << isa_name(GetParam()) << "] n=" << n << " token " << i
+              << " row " << r << ": expected " << e << " actual " << a;
+        }
+      }
+    }
+  }
+}
+
 // bf16 with round to nearest even (as VCVTNE2PS2BF16).
 float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
 

@@ -1,10 +1,12 @@
-// libFuzzer target: the OpenAI request parsers (chat, completion, tokenize, detokenize). Only
+// libFuzzer target: the OpenAI request parsers (chat, completion, Responses, tokenize, detokenize). Only
 // ApiError may escape them; what they return must serialise again.
 #include <cstdint>
 #include <string_view>
 
 #include "server/api_error.h"
+#include "server/anthropic_api.h"
 #include "server/api_request.h"
+#include "server/responses_api.h"
 
 using namespace anelm::server;
 
@@ -21,6 +23,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     CompletionRequest r = parse_completion_request(body);
     (void)r.gen.response_format.schema.dump();
+  } catch (const ApiError&) {}
+  try {  // the Responses API request and its translation into the chat request
+    const ResponsesRequest r = parse_responses_request(body);
+    (void)responses_to_chat(r, nlohmann::ordered_json::array()).messages.dump();
+  } catch (const ApiError&) {}
+  try {  // the Anthropic Messages request and its translation into the chat request
+    const MessagesRequest r = parse_messages_request(body);
+    (void)r.chat.messages.dump();
+    (void)r.chat.tools.dump();
+    (void)merge_system_messages(r.chat.messages).dump();
   } catch (const ApiError&) {}
   try {
     (void)parse_tokenize_request(body);

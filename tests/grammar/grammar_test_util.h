@@ -4,12 +4,24 @@
 
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "grammar/grammar.h"
 
 namespace anelm::grammar::testing {
+
+// Appends a member to an ordered_json object without the duplicate-key scan of operator[] (which
+// makes building an object of n keys O(n^2)); the caller guarantees the key is new.
+inline void append_member(nlohmann::ordered_json& object, std::string key, nlohmann::ordered_json value) {
+  if (!object.is_object()) object = nlohmann::ordered_json::object();
+  auto& members = static_cast<std::vector<std::pair<const std::string, nlohmann::ordered_json>>&>(
+      object.get_ref<nlohmann::ordered_json::object_t&>());
+  members.emplace_back(std::move(key), std::move(value));
+}
 
 // 256 tokens, token i = byte i; token 256 = end of generation.
 std::shared_ptr<const Vocab> byte_vocab();
@@ -26,5 +38,12 @@ struct QwenVocab {
   std::vector<int> eog;
 };
 std::optional<QwenVocab> load_qwen_vocab();
+
+// A random text the matcher allows, sampled token by token among the tokens fill_mask allows
+// (ids `eog` end it; they are allowed only where the grammar may end). Past half of max_steps the
+// walk prefers end-of-generation and tokens holding a closing '"', ']' or '}', so most walks
+// finish. nullopt: the matcher allowed no token (it died) or max_steps passed; `died` tells which.
+std::optional<std::string> random_walk(Matcher m, const Vocab& vocab, const std::vector<int>& eog, std::mt19937_64& rng,
+                                       int max_steps, bool* died = nullptr);
 
 }  // namespace anelm::grammar::testing

@@ -1,4 +1,5 @@
 // Test helpers for tests/grammar (see grammar_test_util.h).
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -80,6 +81,47 @@ std::optional<QwenVocab> load_qwen_vocab() {
   }
   q.vocab = std::make_shared<const Vocab>(q.bytes, usable, q.eog);
   return q;
+}
+
+std::optional<std::string> random_walk(Matcher m, const Vocab& vocab, const std::vector<int>& eog, std::mt19937_64& rng,
+                                       int max_steps, bool* died) {
+  std::vector<uint8_t> mask(static_cast<size_t>(vocab.size()));
+  std::vector<int> allowed, closing;
+  std::string out;
+  if (died) *died = false;
+  auto is_eog = [&](int id) { return std::find(eog.begin(), eog.end(), id) != eog.end(); };
+  for (int step = 0; step < max_steps; ++step) {
+    if (m.fill_mask(mask) == 0) {
+      if (died) *died = true;
+      return std::nullopt;
+    }
+    allowed.clear(), closing.clear();
+    bool can_stop = false;
+    for (int id = 0; id < vocab.size(); ++id) {
+      if (!mask[static_cast<size_t>(id)]) continue;
+      if (is_eog(id)) {
+        can_stop = true;
+        continue;
+      }
+      allowed.push_back(id);
+      if (vocab.token_bytes(id).find_first_of("\"]}") != std::string::npos) closing.push_back(id);
+    }
+    const bool late = step >= max_steps / 2;
+    std::uniform_real_distribution<double> u(0, 1);
+    if (can_stop && (allowed.empty() || u(rng) < (late ? 0.9 : 0.25))) return out;
+    if (allowed.empty()) {
+      if (died) *died = true;
+      return std::nullopt;
+    }
+    const std::vector<int>& pool = late && !closing.empty() && u(rng) < 0.7 ? closing : allowed;
+    const int id = pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
+    if (!m.accept_token(id)) {
+      if (died) *died = true;
+      return std::nullopt;
+    }
+    out += vocab.token_bytes(id);
+  }
+  return std::nullopt;
 }
 
 }  // namespace anelm::grammar::testing

@@ -78,13 +78,16 @@ TEST(JsonSchema, IntegerRangesExhaustive) {
 TEST(JsonSchema, StringLengthsAndFormats) {
   check({R"({"type":"string","minLength":2,"maxLength":3})", {R"("ab")", R"("abc")", R"("\n\t")", "\"é你\""},
          {R"("a")", R"("abcd")", R"("")"}});
-  check({R"({"type":"string","format":"date"})", {R"("2024-02-29")", R"("1999-12-31")"}, {R"("2024-13-01")", R"("24-01-01")", R"("2024-1-1")"}});
-  check({R"({"type":"string","format":"time"})", {R"("23:59:59Z")", R"("08:00:00.123+02:00")"}, {R"("24:00:00Z")", R"("12:00")"}});
+  check({R"({"type":"string","format":"date"})", {R"("2024-02-28")", R"("1999-12-31")", R"("2000-04-30")"},
+         {R"("2024-13-01")", R"("24-01-01")", R"("2024-1-1")", R"("2023-02-29")", R"("2023-11-31")", R"("2023-02-30")"}});
+  check({R"({"type":"string","format":"time"})", {R"("23:59:59Z")", R"("08:00:00.123+02:00")"}, {R"("24:00:00Z")", R"("12:00")", R"("23:59:60Z")"}});
   check({R"({"type":"string","format":"date-time"})", {R"("2024-01-02T03:04:05Z")"}, {R"("2024-01-02 03:04:05Z")", R"("2024-01-02")"}});
   check({R"({"type":"string","format":"uuid"})", {R"("123e4567-e89b-12d3-a456-426614174000")"},
          {R"("123e4567e89b12d3a456426614174000")", R"("123e4567-e89b-12d3-a456-42661417400g")"}});
-  std::string e = schema_error(R"({"type":"object","properties":{"m":{"type":"string","format":"email"}}})");
-  EXPECT_NE(e.find("email"), std::string::npos) << e;
+  check({R"({"type":"string","format":"email"})", {R"("a.b+c@example.co.uk")", R"("x@y.org")"}, {R"("a@b")", R"("@b.org")", R"("a b@c.org")"}});
+  check({R"({"type":"string","format":"uri"})", {R"("https://example.com/a?b=1#c")", R"("urn:isbn:123")"}, {R"("no scheme")", R"("http://a b")"}});
+  std::string e = schema_error(R"({"type":"object","properties":{"m":{"type":"string","format":"hostname"}}})");
+  EXPECT_NE(e.find("hostname"), std::string::npos) << e;
   EXPECT_NE(e.find("/properties/m/format"), std::string::npos) << e;
 }
 
@@ -153,7 +156,7 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPath) {
   };
   for (const Bad& b : std::vector<Bad>{
            {R"({"type":"object","properties":{"a":{"type":"object","patternProperties":{}}}})", "patternProperties", "/properties/a"},
-           {R"({"type":"string","pattern":"^a$"})", "pattern", "at /"},
+           {R"({"type":"string","pattern":"^(?=a)$"})", "pattern", "/pattern"},
            {R"({"type":"object","minProperties":1})", "minProperties", "at /"},
            {R"({"not":{"type":"string"}})", "not", "at /"},
            {R"({"if":{},"then":{}})", "if", "at /"},
@@ -161,8 +164,8 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPath) {
            {R"({"type":"array","items":{"type":"array","uniqueItems":true}})", "uniqueItems", "/items"},
            {R"({"type":"array","contains":{}})", "contains", "at /"},
            {R"({"type":"object","dependentRequired":{}})", "dependentRequired", "at /"},
-           {R"({"type":"number","minimum":0})", "minimum", "at /"},
-           {R"({"anyOf":[{"type":"string","pattern":"x"}]})", "pattern", "/anyOf/0"},
+           {R"({"type":"number","maximum":5})", "maximum", "at /"},
+           {R"({"anyOf":[{"type":"string","pattern":"a\\1"}]})", "pattern", "/anyOf/0"},
            {R"({"$ref":"https://example.com/s.json"})", "$ref", "/$ref"},
            {R"({"$ref":"#/$defs/missing"})", "$ref", "/$ref"},
            {R"({"type":"wat"})", "wat", "/type"},
@@ -208,6 +211,95 @@ TEST(JsonSchema, JsonObjectGrammar) {
   EXPECT_FALSE(testing::matches(g, "[1]"));
   EXPECT_FALSE(testing::matches(g, R"({"a": 1,})"));
   EXPECT_FALSE(testing::matches(g, R"({"a": 1} )"));  // ends at the closing brace
+}
+
+TEST(JsonSchema, Patterns) {
+  check({R"({"type":"string","pattern":"^[a-z]{2,3}-\\d+$"})", {R"("ab-1")", R"("xyz-0042")"}, {R"("a-1")", R"("abcd-1")", R"("ab-")", R"("AB-1")"}});
+  check({R"({"type":"string","pattern":"^(foo|ba[rz])+$"})", {R"("foo")", R"("barbazfoo")"}, {R"("")", R"("fo")", R"("bat")"}});
+  // Unanchored: anything around the match (JSON Schema's search semantics).
+  check({R"({"type":"string","pattern":"abc"})", {R"("abc")", R"("xxabcyy")", R"("\"abc")"}, {R"("ab")", R"("acb")"}});
+  check({R"({"type":"string","pattern":"^abc"})", {R"("abcdef")"}, {R"("xabc")"}});
+  // Characters JSON must escape are written escaped; a quote in the class is \" in the output.
+  check({R"({"type":"string","pattern":"^[\"x]\\\\$"})", {R"("\"\\")", R"("x\\")"}, {R"(""\")", R"("x\")"}});
+  check({R"({"type":"string","pattern":"^a.c$"})", {R"("abc")", R"("a c")", "\"aéc\"", R"("a\"c")"}, {R"("ac")", R"("a\nc")"}});
+  check({R"({"type":"string","pattern":"^\\w\\s?\\W$"})", {R"("a !")", R"("_.")", R"("a\t-")"}, {R"("ab")", R"("a  !")"}});
+  check({R"({"type":"string","pattern":"^(?:x|y)?z{2}(?<n>q)*$"})", {R"("zz")", R"("xzzqq")"}, {R"("z")", R"("xyzz")"}});
+  check({R"({"type":"string","pattern":"^[^a-c]$|^ok$"})", {R"("d")", R"("ok")", R"("\\")"}, {R"("a")", R"("okk")"}});
+  for (const char* bad : {R"j({"type":"string","pattern":"(?=a)"})j", R"({"type":"string","pattern":"(a)\\1"})",
+                          R"({"type":"string","pattern":"a\\b"})", R"({"type":"string","pattern":"[a"})",
+                          R"({"type":"string","pattern":"a^b"})"}) {
+    EXPECT_NE(schema_error(bad).find("pattern"), std::string::npos) << bad;
+  }
+}
+
+TEST(JsonSchema, ExactIntegersBeyondDoubles) {
+  check({R"({"type":"integer","minimum":9007199254740993,"maximum":9007199254740993})", {"9007199254740993"},
+         {"9007199254740992", "9007199254740994"}});
+  // Unbounded above: as many digits as the bound has (at least 16), so a model cannot loop in digits.
+  check({R"({"type":"integer","exclusiveMinimum":9223372036854775806})", {"9223372036854775807", "9999999999999999999"},
+         {"9223372036854775806", "18446744073709551615"}});
+  check({R"({"type":"integer","minimum":-9223372036854775808,"maximum":-9223372036854775807})",
+         {"-9223372036854775808", "-9223372036854775807"}, {"-9223372036854775806", "-9223372036854775809"}});
+  check({R"({"type":"integer","maximum":18446744073709551615,"minimum":18446744073709551614})",
+         {"18446744073709551615", "18446744073709551614"}, {"18446744073709551613", "18446744073709551616"}});
+  check({R"({"const":18446744073709551615})", {"18446744073709551615"}, {"18446744073709551614", "1.8446744073709552e+19"}});
+}
+
+TEST(JsonSchema, AllOfAnyOfAndRefMerging) {
+  check({R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer","minimum":0}},"required":["a"]},
+                      {"properties":{"b":{"type":"string"},"a":{"maximum":5}},"required":["b"]}]})",
+         {R"({"a":5,"b":"x"})", R"({"a":0,"b":""})"}, {R"({"a":6,"b":"x"})", R"({"a":1})", R"({"b":"x"})"}});
+  check({R"({"type":"object","properties":{"k":{"type":"string"},"v":{"type":"integer"}},"anyOf":[{"required":["k"]},{"required":["v"]}]})",
+         {R"({"k":"x"})", R"({"v":1})", R"({"k":"x","v":1})"}, {"{}"}});
+  check({R"({"$defs":{"n":{"type":"integer"}},"$ref":"#/$defs/n","minimum":3})", {"3", "40"}, {"2", "\"3\""}});
+  check({R"({"type":"integer","nullable":true})", {"1", "null"}, {"\"1\""}});
+  check({R"({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"maxItems":1})", {"[1]"}, {"[1,\"a\"]", "[]"}});
+  check({R"({"type":"array","prefixItems":[{"type":"integer"}],"items":{"type":"boolean"},"minItems":2,"maxItems":3})",
+         {"[1,true]", "[1,true,false]"}, {"[1]", "[1,true,true,true]"}});
+}
+
+TEST(JsonSchema, OneOfIsEnforcedOrRefused) {
+  // Distinct discriminators: each branch alone; a text mixing them is refused.
+  const char* tagged = R"({"oneOf":[{"type":"object","properties":{"t":{"const":"a"},"x":{"type":"integer"}},"required":["t"]},
+                                     {"type":"object","properties":{"t":{"const":"b"},"y":{"type":"integer"}},"required":["t"]}]})";
+  check({tagged, {R"({"t":"a","x":1})", R"({"t":"b","y":2})"}, {R"({"t":"a","y":1})", R"({"t":"c"})"}});
+  check({R"({"oneOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]})", {R"("s")", "1", "null"}, {"1.5"}});
+  check({R"({"oneOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false},
+                      {"type":"object","properties":{"b":{"type":"integer"}},"required":["b"],"additionalProperties":false}]})",
+         {R"({"a":1})", R"({"b":1})"}, {R"({"a":1,"b":1})"}});
+  for (const char* overlapping : {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})",
+                                  R"({"oneOf":[{"type":"object","properties":{"a":{"type":"integer"}}},{"type":"object"}]})"}) {
+    EXPECT_NE(schema_error(overlapping).find("oneOf"), std::string::npos) << overlapping;
+    SchemaOptions relaxed;
+    relaxed.strict = false;
+    EXPECT_NO_THROW(parse_gbnf(json_schema_to_gbnf(json::parse(overlapping), relaxed)));
+  }
+}
+
+TEST(JsonSchema, NonStrictDropsWhatItCannotEnforceAndSaysSo) {
+  SchemaConverter c;
+  SchemaOptions relaxed;
+  relaxed.strict = false;
+  relaxed.where = "tools[0]";
+  const std::string rule = c.add_schema("t", json::parse(R"({"type":"object","properties":{"a":{"type":"integer","multipleOf":2},
+      "b":{"not":{"type":"null"},"type":"string","pattern":"^x+$"},"c":{"$ref":"https://example.com/x"}},"required":["a","b"],
+      "if":{},"then":{}})"), relaxed);
+  c.add_rule("root", rule);
+  std::string notes;
+  for (const auto& n : c.relaxed()) notes += n + "\n";
+  for (const char* what : {"'multipleOf' at /properties/a", "'not' at /properties/b", "'if' at /", "'then' at /",
+                           "https://example.com/x", "tools[0]: "})
+    EXPECT_NE(notes.find(what), std::string::npos) << what << "\n" << notes;
+  auto g = parse_gbnf(c.gbnf());
+  EXPECT_TRUE(testing::matches(g, R"({"a":3,"b":"xx","c":[1]})")) << "the rest still applies";
+  EXPECT_FALSE(testing::matches(g, R"({"a":3,"b":"y"})")) << "pattern kept";
+  EXPECT_FALSE(testing::matches(g, R"({"a":"3","b":"x"})")) << "types kept";
+}
+
+TEST(JsonSchema, DeepNestingIsALimit) {
+  std::string deep = "{\"type\":\"integer\"}";
+  for (int i = 0; i < 200; ++i) deep = "{\"type\":\"array\",\"items\":" + deep + "}";
+  EXPECT_NE(schema_error(deep.c_str()).find("deeper than the limit of 128"), std::string::npos);
 }
 
 }  // namespace

@@ -40,6 +40,10 @@ struct FakeScript {
   int token_ms = 0;              // simulated time per generated token
   int ctx = 256;                 // context size
   bool throw_on_generate = false;  // generate() throws anelm::Error(kInternal)
+  // A grammar-following "model": after `reply` (a forced prefix, fed to the constraint too), tokens
+  // are drawn at random (seeded by the request's seed) among those req.constraint allows, favouring
+  // the end and JSON's closing bytes so that replies finish; EOS ends the reply when allowed.
+  bool sample_under_constraint = false;
 };
 
 class FakeEngine : public engine::Engine {

@@ -1,6 +1,8 @@
 // Scripted fake engine and byte tokenizer used by the server tests.
 #include "fake_engine.h"
 
+#include <cmath>
+#include <random>
 #include <thread>
 
 #include "engine/error.h"
@@ -72,6 +74,30 @@ engine::BackendStats FakeEngine::stats() const {
   return s;
 }
 
+namespace {
+
+// One token among those the constraint allows (all when there is none), weighted towards ending.
+int sample_constrained(const engine::GenerateRequest& req, std::mt19937_64& rng) {
+  std::vector<float> logits(FakeTokenizer::kVocab, -INFINITY);
+  for (int c = 0x20; c < 0x7f; ++c) logits[c] = 0.0f;
+  for (int c : {'"', '}', ']'}) logits[c] = 2.5f;
+  for (int c = '0'; c <= '9'; ++c) logits[c] = 0.7f;
+  logits[','] = 0.7f;
+  logits['\n'] = -2.0f;
+  logits[' '] = -1.0f;
+  for (int c = 0x80; c < 0x100; ++c) logits[c] = -3.0f;  // UTF-8 bytes, rarely
+  logits[FakeTokenizer::kEos] = 4.0f;
+  if (req.constraint) req.constraint->mask(logits);
+  std::vector<double> w(logits.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::isfinite(logits[i]) ? std::exp(logits[i]) : 0.0;
+  double total = 0;
+  for (double x : w) total += x;
+  if (total <= 0) return FakeTokenizer::kEos;
+  return static_cast<int>(std::discrete_distribution<int>(w.begin(), w.end())(rng));
+}
+
+}  // namespace
+
 engine::GenerateResult FakeEngine::generate(const engine::GenerateRequest& req,
                                             const engine::TokenCallback& on_token) {
   int now = ++running;
@@ -95,12 +121,21 @@ engine::GenerateResult FakeEngine::generate(const engine::GenerateRequest& req,
     for (int id : req.prompt) if (id < 256) reply.push_back(id);
   if (reply.empty()) reply.push_back('x');
   res.finish = engine::FinishReason::kLength;
+  std::mt19937_64 rng(req.sampling.seed);
   for (size_t i = 0; static_cast<int>(res.ids.size()) < max_tokens; ++i) {
     if (is_cancelled()) { res.finish = engine::FinishReason::kCancelled; cancelled++; return res; }
-    if (i == reply.size() && !script_.endless) { res.finish = engine::FinishReason::kStop; break; }
+    if (i == reply.size() && !script_.endless && !script_.sample_under_constraint) {
+      res.finish = engine::FinishReason::kStop;
+      break;
+    }
     if (script_.token_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(script_.token_ms));
     engine::TokenStep step;
     step.id = reply[i % reply.size()];
+    if (script_.sample_under_constraint) {
+      step.id = i < script_.reply.size() ? step.id : sample_constrained(req, rng);
+      if (step.id == FakeTokenizer::kEos) { res.finish = engine::FinishReason::kStop; break; }
+      if (req.constraint) req.constraint->accept(step.id);
+    }
     step.logprob = -0.5f;
     for (int k = 0; k < req.top_logprobs; ++k) step.top.emplace_back((step.id + k) % 256, -0.5f - k);
     res.ids.push_back(step.id);

@@ -461,6 +461,37 @@ TEST(HttpHardening, ExactlyOneHostHeader) {
   EXPECT_EQ(status_of(evil.read(3, has_final_head)), 403);
 }
 
+// RFC 9112 §3.2.2: a server must accept an absolute-form target; its authority (not the Host header)
+// then passes the Host policy.
+TEST(HttpHardening, AbsoluteFormTargetIsAcceptedUnderTheHostPolicy) {
+  TestServer s;
+  const std::string self = "127.0.0.1:" + std::to_string(s.port());
+  const std::string body = R"({"prompt": "abs", "max_tokens": 2})";
+  RawConn post(s.port());
+  post.send("POST http://" + self + "/v1/completions HTTP/1.1\r\nHost: " + self +
+            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string r = post.read(3, [](const std::string& g) { return g.find("\"usage\"") != std::string::npos; });
+  EXPECT_EQ(status_of(r), 200) << r;
+  auto status = [&](const std::string& target, const std::string& host) {
+    RawConn c(s.port());
+    c.send("GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    return status_of(c.read(3, has_final_head));
+  };
+  EXPECT_EQ(status("HTTP://localhost/health", "127.0.0.1"), 200);
+  EXPECT_EQ(status("http://127.0.0.1?x=1", "127.0.0.1"), status("/?x=1", "127.0.0.1")) << "no path: '/'";
+  EXPECT_EQ(status("http://127.0.0.1/health?x=1", "127.0.0.1"), 200);
+  EXPECT_EQ(status("http://evil.example/health", "127.0.0.1"), 403) << "the authority is what the policy judges";
+  EXPECT_EQ(status("http://127.0.0.1/health", "evil.example"), 200) << "the Host header is ignored";
+  for (const std::string bad : {"http://user@127.0.0.1/health", "ftp://127.0.0.1/health", "http:///health",
+                                "http://:80/health", "127.0.0.1/health", "http//127.0.0.1/health"})
+    EXPECT_EQ(status(bad, "127.0.0.1"), 400) << bad;
+
+  server::RequestHead h;
+  ASSERT_FALSE(server::parse_head("GET https://Example.com:8443/a/b?c=d HTTP/1.1\r\nHost: x\r\n\r\n", {}, &h));
+  EXPECT_EQ(h.target, "/a/b?c=d");
+  EXPECT_EQ(h.headers["host"], "Example.com:8443");
+}
+
 // ---- defect 4: smaller ones ---------------------------------------------------------------------
 
 TEST(HttpHardening, MultipartIs415) {

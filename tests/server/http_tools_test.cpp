@@ -118,7 +118,7 @@ TEST(HttpTools, ApplyTemplateRendersCallsResultsAndKwargs) {
   EXPECT_EQ(json::parse(br->body)["error"]["param"], "chat_template_kwargs.tools");
 }
 
-TEST(HttpTools, TemplateRefusalAndUnsupportedSchemaAre400) {
+TEST(HttpTools, TemplateRefusalAndStrictUnsupportedSchemaAre400) {
   if (!shared_model("chat-templates/google-gemma-2-2b-it.jinja")) GTEST_SKIP() << "shared chat templates not found";
   TestServer s(FakeScript{}, with_template("chat-templates/google-gemma-2-2b-it.jinja"));
   auto r = s.post("/v1/chat/completions", json::parse(R"({"messages": [{"role": "system", "content": "x"},
@@ -128,10 +128,10 @@ TEST(HttpTools, TemplateRefusalAndUnsupportedSchemaAre400) {
   EXPECT_EQ(e["param"], "messages");
   EXPECT_NE(e["message"].get<std::string>().find("System role not supported"), std::string::npos);
   auto js = s.post("/v1/chat/completions", json::parse(R"({"messages": [{"role": "user", "content": "y"}],
-      "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object",
-      "properties": {"a": {"type": "string", "format": "email"}}}}}})"));
-  EXPECT_EQ(js->status, 400);
-  EXPECT_NE(json::parse(js->body)["error"]["message"].get<std::string>().find("format"), std::string::npos) << js->body;
+      "response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": true, "schema": {"type": "object",
+      "patternProperties": {"^a": {"type": "string"}}}}}})"));
+  EXPECT_EQ(js->status, 400);  // strict: an unsupported keyword is refused, naming it
+  EXPECT_NE(json::parse(js->body)["error"]["message"].get<std::string>().find("patternProperties"), std::string::npos) << js->body;
 }
 
 }  // namespace

@@ -3,6 +3,11 @@
 // where the grammar may end, and every refusal of a request names the field.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+
 #include "server/api_error.h"
 #include "server/api_request.h"
 #include "server/output_constraint.h"
@@ -166,22 +171,155 @@ TEST_F(OutputConstraintTest, GrammarFieldAndRefusalsNameTheField) {
   body["grammar"] = "root ::= \"x\"";
   EXPECT_EQ(param_of(body).rfind("grammar: ", 0), 0u) << "grammar with response_format";
   body.erase("grammar");
-  body["response_format"] = json::parse(R"({"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object",
-      "properties":{"a":{"type":"string","pattern":"^x"}}}}})");
+  body["response_format"] = json::parse(R"({"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type":"object",
+      "properties":{"a":{"type":"string","not":{"const":"x"}}}}}})");
   const std::string p = param_of(body);
   EXPECT_EQ(p.rfind("response_format: ", 0), 0u) << p;
-  EXPECT_NE(p.find("pattern"), std::string::npos) << p;
+  EXPECT_NE(p.find("'not'"), std::string::npos) << p;
+  EXPECT_NE(p.find("/properties/a"), std::string::npos) << p;
   const chat::ChatFormat none{};
   json tools = chat_body();
   tools["tools"] = weather_tools();
   EXPECT_EQ(param_of(tools, &none).rfind("tools: ", 0), 0u) << "a template without tool syntax";
   const chat::ChatFormat hermes{chat::ToolSyntax::kHermes, chat::ReasoningSyntax::kNone, true};
+  // A tool schema keyword the grammar cannot enforce never rejects the request (issue 28): it is
+  // relaxed, named in the spec's notes, and the rest still constrains the call.
   tools["tools"][0]["function"]["parameters"]["properties"]["city"]["not"] = json::object();
-  tools["tool_choice"] = "required";
-  const std::string where = param_of(tools, &hermes);
-  EXPECT_NE(where.find("'not'"), std::string::npos) << where;
-  EXPECT_NE(where.find("tools[0].function.parameters"), std::string::npos) << where;
-  EXPECT_NE(where.find("/properties/city"), std::string::npos) << where;
+  for (const char* choice : {"auto", "required"}) {
+    tools["tool_choice"] = choice;
+    EXPECT_EQ(param_of(tools, &hermes), "accepted") << choice;
+    ChatRequest r = parse_chat_request(tools.dump());
+    const OutputConstraintSpec spec = output_constraint_for(r.gen, ChatShape{&hermes, &r, false});
+    ASSERT_EQ(spec.relaxed.size(), 1u) << choice;
+    EXPECT_NE(spec.relaxed[0].find("'not'"), std::string::npos) << spec.relaxed[0];
+    EXPECT_NE(spec.relaxed[0].find("/properties/city"), std::string::npos) << spec.relaxed[0];
+  }
+  auto c2 = make(tools, &hermes);
+  EXPECT_FALSE(follows(*c2, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3")) << "city is still a string";
+}
+
+json schema_body(const json& schema, std::optional<bool> strict) {
+  json body = chat_body();
+  body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", schema}}}};
+  if (strict) body["response_format"]["json_schema"]["strict"] = *strict;
+  return body;
+}
+
+TEST_F(OutputConstraintTest, IntegerBoundsAboveTwoTo53AreExact) {
+  const json schema = json::parse(R"({"type":"object","properties":{"n":{"type":"integer","minimum":9007199254740993,
+      "maximum":9007199254740993},"u":{"type":"integer","exclusiveMinimum":18446744073709551614}},"required":["n","u"]})");
+  for (bool strict : {true, false}) {
+    auto c = make(schema_body(schema, strict));
+    EXPECT_TRUE(follows(*c, R"({"n": 9007199254740993, "u": 18446744073709551615})"));
+    EXPECT_TRUE(c->allows(im_end()));
+    auto rounded = make(schema_body(schema, strict));
+    EXPECT_FALSE(follows(*rounded, R"({"n": 9007199254740992)")) << "the double nearest the bound is not the bound";
+    auto below = make(schema_body(schema, strict));
+    EXPECT_FALSE(follows(*below, R"({"n": 9007199254740993, "u": 18446744073709551614)"));
+  }
+  // Integer const / enum values are written exactly as given.
+  auto c = make(schema_body(json::parse(R"({"enum":[9007199254740993, -9223372036854775808]})"), true));
+  EXPECT_TRUE(follows(*c, "9007199254740993"));
+  auto c2 = make(schema_body(json::parse(R"({"enum":[9007199254740993, -9223372036854775808]})"), true));
+  EXPECT_FALSE(follows(*c2, "9007199254740992"));
+}
+
+TEST_F(OutputConstraintTest, StrictRefusesWhatNonStrictRelaxes) {
+  const json schema = json::parse(R"({"type":"object","properties":{"a":{"type":"integer","multipleOf":3},
+      "b":{"type":"string","pattern":"^[a-c]{2}$"}},"required":["a","b"]})");
+  try {
+    make(schema_body(schema, true));
+    ADD_FAILURE() << "strict: accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("'multipleOf'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/properties/a"), std::string::npos) << e.what();
+  }
+  for (std::optional<bool> strict : {std::optional<bool>(false), std::optional<bool>()}) {
+    ChatRequest r = parse_chat_request(schema_body(schema, strict).dump());
+    const OutputConstraintSpec spec = output_constraint_for(r.gen, ChatShape{nullptr, &r, false});
+    ASSERT_EQ(spec.relaxed.size(), 1u);
+    EXPECT_NE(spec.relaxed[0].find("multipleOf"), std::string::npos);
+    auto c = make(schema_body(schema, strict));
+    EXPECT_FALSE(follows(*c, R"({"a": 4, "b": "ad")")) << "the pattern is still enforced";
+    auto ok = make(schema_body(schema, strict));
+    EXPECT_TRUE(follows(*ok, R"({"a": 4, "b": "ca"})"));
+    EXPECT_TRUE(ok->allows(im_end()));
+  }
+}
+
+TEST_F(OutputConstraintTest, OneOfEnforcedWhenDistinctElseStrict400) {
+  const json distinct = json::parse(R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},
+      "required":["kind","x"]},{"type":"object","properties":{"kind":{"const":"b"},"y":{"type":"string"}},"required":["kind","y"]}]})");
+  auto c = make(schema_body(distinct, true));
+  EXPECT_TRUE(follows(*c, R"({"kind": "b", "y": "z"})"));
+  auto mixed = make(schema_body(distinct, true));
+  EXPECT_FALSE(follows(*mixed, R"({"kind": "a", "y")")) << "branch a has no y";
+  const json overlapping = json::parse(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})");
+  try {
+    make(schema_body(overlapping, true));
+    ADD_FAILURE() << "strict oneOf that cannot be enforced: accepted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("oneOf"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(make(schema_body(overlapping, false))) << "non-strict: matched as anyOf";
+}
+
+TEST_F(OutputConstraintTest, CompiledSpecsAreCachedByText) {
+  clear_constraint_cache();
+  const chat::ChatFormat hermes{chat::ToolSyntax::kHermes, chat::ReasoningSyntax::kNone, true};
+  json body = chat_body();
+  body["tools"] = weather_tools();
+  ChatRequest r1 = parse_chat_request(body.dump());
+  ChatRequest r2 = parse_chat_request(body.dump());
+  const auto s1 = output_constraint_for(r1.gen, ChatShape{&hermes, &r1, false});
+  const auto s2 = output_constraint_for(r2.gen, ChatShape{&hermes, &r2, false});
+  EXPECT_EQ(s1.grammar, s2.grammar) << "the same tool list compiles once";
+  EXPECT_EQ(constraint_cache_stats().hits, 1u);
+  body["tool_choice"] = "required";
+  ChatRequest r3 = parse_chat_request(body.dump());
+  EXPECT_NE(output_constraint_for(r3.gen, ChatShape{&hermes, &r3, false}).grammar, s1.grammar) << "the mode is in the key";
+  // Concurrent lookups of one key from several threads.
+  std::vector<std::thread> threads;
+  std::atomic<int> same{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      ChatRequest r = parse_chat_request(chat_body().dump());
+      r.tools = r1.tools;
+      for (int i = 0; i < 50; ++i) same += output_constraint_for(r.gen, ChatShape{&hermes, &r, false}).grammar == s1.grammar;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(same.load(), 200);
+}
+
+TEST_F(OutputConstraintTest, ClientDisconnectStopsCompilationWithin50ms) {
+  clear_constraint_cache();
+  // Built directly: parsing (or operator[] on) an ordered_json object of n keys costs O(n^2).
+  json props = json::object();
+  auto& members = static_cast<std::vector<std::pair<const std::string, json>>&>(props.get_ref<json::object_t&>());
+  for (int i = 0; i < 150000; ++i) members.emplace_back("field_" + std::to_string(i), json{{"type", "integer"}, {"minimum", i}});
+  ChatRequest r = parse_chat_request(schema_body({{"type", "object"}}, true).dump());
+  r.gen.response_format.schema = json{{"type", "object"}, {"properties", std::move(props)}};
+  std::atomic<bool> gone{false};
+  std::atomic<int64_t> flipped{0};
+  std::thread hangup([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    flipped = std::chrono::steady_clock::now().time_since_epoch().count();
+    gone = true;
+  });
+  std::string what;
+  try {
+    output_constraint_for(r.gen, ChatShape{nullptr, &r, false}, [&] { return gone.load(); });
+  } catch (const ApiError& e) {
+    what = e.what();
+  }
+  const int64_t stopped = std::chrono::steady_clock::now().time_since_epoch().count();
+  hangup.join();
+  ASSERT_NE(what.find("cancelled"), std::string::npos) << "compilation was not cancelled: " << what;
+  const double late_ms = static_cast<double>(stopped - flipped.load()) / 1e6;
+  std::printf("[ cancel   ] compilation stopped %.2f ms after the client left\n", late_ms);
+  EXPECT_LT(late_ms, 50.0);
+  EXPECT_EQ(constraint_cache_stats().entries, 0u) << "nothing cached from a cancelled compile";
 }
 
 TEST_F(OutputConstraintTest, MistralAndGenericShapes) {

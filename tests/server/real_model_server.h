@@ -2,6 +2,7 @@
 // model), for tests that need real generations over HTTP.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,7 +19,9 @@ class RealModelServer {
  public:
   // Loads `e` (model_path set by the caller), serves it as model id `model_id` with `o` (test_options
   // with max_queue as given) and marks the server ready.
-  RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue = 16);
+  // `tweak` (optional) adjusts the server options before the server starts (e.g. embeddings).
+  RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue = 16,
+                  const std::function<void(server::ServerOptions&)>& tweak = {});
   ~RealModelServer();
 
   int port() const { return port_; }

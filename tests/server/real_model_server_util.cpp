@@ -7,11 +7,13 @@
 
 namespace anelm::testing {
 
-RealModelServer::RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue)
+RealModelServer::RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue,
+                                 const std::function<void(server::ServerOptions&)>& tweak)
     : bundle_(server::load_model_bundle(e)) {
   server::ServerOptions o = test_options();
   o.model = e.model_path;
   o.max_queue = max_queue;
+  if (tweak) tweak(o);
   ctx_ = std::make_unique<server::ServerContext>(o);
   http_ = std::make_unique<server::HttpServer>(*ctx_);
   port_ = http_->bind();

@@ -22,6 +22,19 @@ TEST(Sse, Framing) {
   EXPECT_EQ(err.substr(err.size() - 2), "\n\n");
 }
 
+// The JSON of one "data: ..." SSE frame.
+std::string payload(const std::string& frame) {
+  EXPECT_EQ(frame.rfind("data: ", 0), 0u) << frame;
+  EXPECT_EQ(frame.substr(frame.size() - 2), "\n\n");
+  return frame.substr(6, frame.size() - 8);
+}
+
+ChoiceOutput finished(const std::string& reason) {
+  ChoiceOutput c;
+  c.finish_reason = reason;
+  return c;
+}
+
 OutputDelta content(const std::string& text) {
   OutputDelta d;
   d.content = text;
@@ -39,15 +52,15 @@ std::vector<ChoiceOutput> one(const std::string& text, const std::string& reason
 
 TEST(Sse, PayloadNewlinesAreEscaped) {
   auto ser = make_completion_serializer({"cmpl-1", 5, "m", false, false});
-  std::string payload = ser->delta_chunk(0, content("a\nb\n\n"), {});
-  EXPECT_EQ(payload.find('\n'), std::string::npos);
-  EXPECT_EQ(json::parse(payload)["choices"][0]["text"], "a\nb\n\n");
+  std::string p = payload(ser->delta(0, content("a\nb\n\n"), {}));
+  EXPECT_EQ(p.find('\n'), std::string::npos);
+  EXPECT_EQ(json::parse(p)["choices"][0]["text"], "a\nb\n\n");
 }
 
 TEST(Serializer, CompletionChunkAndBody) {
   auto ser = make_completion_serializer({"cmpl-1", 5, "m", true, false});
-  EXPECT_FALSE(ser->start_chunk(0).has_value());
-  json c = json::parse(ser->delta_chunk(0, content("hi"), {}));
+  EXPECT_EQ(ser->choice_start(0), "");
+  json c = json::parse(payload(ser->delta(0, content("hi"), {})));
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_EQ(c["id"], "cmpl-1");
   EXPECT_EQ(c["created"], 5);
@@ -55,10 +68,13 @@ TEST(Serializer, CompletionChunkAndBody) {
   EXPECT_TRUE(c["usage"].is_null());
   EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
   EXPECT_TRUE(c["choices"][0].contains("logprobs"));
-  json f = json::parse(ser->finish_chunk(0, "length"));
+  json f = json::parse(payload(ser->choice_end(0, finished("length"))));
   EXPECT_EQ(f["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(f["choices"][0]["text"], "");
-  json u = json::parse(ser->usage_chunk({3, 2, 0}));
+  const std::string end = ser->stream_end({3, 2, 0});
+  ASSERT_GT(end.size(), sse_done().size());
+  EXPECT_EQ(end.substr(end.size() - sse_done().size()), sse_done());  // the usage chunk, then [DONE]
+  json u = json::parse(payload(end.substr(0, end.size() - sse_done().size())));
   EXPECT_TRUE(u["choices"].empty());
   EXPECT_EQ(u["usage"]["total_tokens"], 5);
   json b = json::parse(ser->body(one("hello", "stop"), {3, 2, 1}));
@@ -71,14 +87,15 @@ TEST(Serializer, CompletionChunkAndBody) {
 
 TEST(Serializer, ChatChunkOrderShapes) {
   auto ser = make_chat_serializer({"chatcmpl-1", 7, "m", false, false});
-  json first = json::parse(*ser->start_chunk(0));
+  json first = json::parse(payload(ser->choice_start(0)));
   EXPECT_EQ(first["object"], "chat.completion.chunk");
   EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
   EXPECT_FALSE(first.contains("usage"));  // only with include_usage
-  json d = json::parse(ser->delta_chunk(0, content("Hi"), {}));
+  json d = json::parse(payload(ser->delta(0, content("Hi"), {})));
   EXPECT_FALSE(d["choices"][0]["delta"].contains("role"));
   EXPECT_EQ(d["choices"][0]["delta"]["content"], "Hi");
-  json f = json::parse(ser->finish_chunk(0, "stop"));
+  json f = json::parse(payload(ser->choice_end(0, finished("stop"))));
+  EXPECT_EQ(ser->stream_end({}), sse_done());  // no usage chunk without include_usage
   EXPECT_TRUE(f["choices"][0]["delta"].empty());
   EXPECT_EQ(f["choices"][0]["finish_reason"], "stop");
   json b = json::parse(ser->body(one("Hi", "length"), {1, 1, 0}));
@@ -107,7 +124,7 @@ TEST(Serializer, ChatToolCallsReasoningAndChoices) {
   OutputDelta d;
   d.reasoning = "think";
   d.tool_calls = {{0, "call_1", "get_weather", "{\"ci"}, {0, "", "", "ty\"}"}};
-  json chunk = json::parse(ser->delta_chunk(1, d, {}));
+  json chunk = json::parse(payload(ser->delta(1, d, {})));
   EXPECT_EQ(chunk["choices"][0]["index"], 1);
   const json& delta = chunk["choices"][0]["delta"];
   EXPECT_EQ(delta["reasoning_content"], "think");

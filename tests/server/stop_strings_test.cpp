@@ -1,6 +1,9 @@
 // Stop-string matcher: partial matches are held back across token boundaries, stops never emitted.
 #include <gtest/gtest.h>
 
+#include "fake_engine.h"
+#include "server/chat_output.h"
+#include "server/generation.h"
 #include "server/stop_strings.h"
 
 namespace anelm::server {
@@ -71,6 +74,52 @@ TEST(StopMatcher, NewlineStopCharByChar) {
 TEST(StopMatcher, EmptyStopsIgnored) {
   StopMatcher m({""});
   EXPECT_EQ(m.push("abc"), "abc");
+}
+
+TEST(StopMatcher, PassReleasesThePartialAndRestartsMatching) {
+  StopMatcher m({"END"});
+  EXPECT_EQ(m.push("abEN"), "ab");
+  EXPECT_EQ(m.pass("Dx"), "ENDx");  // inside a region: no match, the held partial goes first
+  EXPECT_FALSE(m.stopped());
+  EXPECT_EQ(m.push("NDyEND"), "NDy");  // matching restarts after the region
+  EXPECT_TRUE(m.stopped());
+}
+
+// TextAssembler with a call tracker (tool_choice auto): stop strings cut free text but never the
+// inside of a Hermes call, fed one byte token at a time.
+std::string assemble(const std::string& reply, std::vector<std::string> stops, bool* stopped) {
+  static const testing::FakeTokenizer tk;
+  chat::ChatFormat f;
+  f.tools = chat::ToolSyntax::kHermes;
+  chat::ParseOptions po;
+  TextAssembler a(tk, {}, std::move(stops), make_chat_output_parser(f, po));
+  std::string out;
+  for (unsigned char c : reply) {
+    out += a.push(c);
+    if (a.stopped()) break;
+  }
+  out += a.finish();
+  *stopped = a.stopped();
+  return out;
+}
+
+TEST(TextAssembler, StopStringsApplyOnlyOutsideToolCalls) {
+  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"x\\ny\"}}\n</tool_call>";
+  const std::string reply = "Hi.\n" + call + "\nBye.\n";
+  bool stopped = false;
+  for (const std::string stop : {"{", "\"a\"", "x", "}}", "</tool_call>", "call>\n{"}) {
+    EXPECT_EQ(assemble(reply, {stop}, &stopped), reply) << stop;
+    EXPECT_FALSE(stopped) << stop;
+  }
+  // Outside: before the call (also a stop that is a prefix of the marker), and after it.
+  EXPECT_EQ(assemble(reply, {"\n"}, &stopped), "Hi.");
+  EXPECT_EQ(assemble(reply, {"<tool"}, &stopped), "Hi.\n");
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(assemble(reply, {"Bye"}, &stopped), "Hi.\n" + call + "\n");
+  EXPECT_TRUE(stopped);
+  // A stop string spanning the end of the call: the call's bytes cannot complete it.
+  EXPECT_EQ(assemble(reply, {"</tool_call>\nBye"}, &stopped), reply);
+  EXPECT_FALSE(stopped);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the openai-SDK end-to-end checks against real anelm server processes on loopback:
 # stories260K.gguf (Llama, SentencePiece) and a generated tiny qwen2 model with the real Qwen2.5 tokenizer
-# and chat template; the qwen2 run also runs tools_check.mjs (tool calling and structured output).
+# and chat template; the qwen2 runs also run tools_check.mjs (tool calling and structured output) and
+# responses_check.mjs (the Responses API) and anthropic_check.mjs (the Anthropic Messages API).
 # Usage: run_all.sh BUILD_DIR. Skips (exit 0, with a message) when ../shared is absent.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -31,4 +32,6 @@ qwen="$work/tiny-qwen2-q25tok.gguf"
 status=0
 "$here/run.sh" "$build/anelm" "$shared/models/stories260K.gguf" "$here/readme_examples.sh" || status=1
 "$here/run.sh" "$build/anelm" "$qwen" "$here/tools_check.mjs" || status=1
+"$here/run.sh" "$build/anelm" "$qwen" "$here/responses_check.mjs" || status=1
+"$here/run.sh" "$build/anelm" "$qwen" "$here/anthropic_check.mjs" || status=1
 exit $status

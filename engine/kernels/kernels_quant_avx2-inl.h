@@ -1,0 +1,238 @@
+// AVX2 Q4_K, Q5_K and Q6_K matmuls over Q8_K activations (included by kernels_avx2.cpp after
+// kernels_quant_simd-inl.h, inside its anonymous namespace). One kernel per type serves one token
+// (decode), a few tokens (a batched decode step) and the tiles of a prefill: each weight
+// super-block is decoded once per pass over a row (nibbles, fifth/high bits and the per-sub-block
+// int16 scale vectors, built with vector shuffles instead of per-scale scalar code) and shared by
+// the T tokens of the pass; per token and 32 weights the work is maddubs, madd by the scale, add.
+// The mins (Q4_K/Q5_K) and the -32 offset (Q6_K) come in through the activations' bsums with one
+// madd per token and super-block, kept in vector accumulators (no horizontal sum per block).
+// On 16 ymm registers the loop runs over pairs of sub-blocks so that only two weight vectors and
+// their two scale vectors are live beside the T int32 sums and T float accumulators.
+// Prefill calls go over chunks of rows that stay in L2 and take the tokens in tiles of kKTile.
+
+// Shuffle indices that broadcast int16 lane j (of a 128-bit lane) to all 8 lanes: kBcast16[j].
+alignas(32) inline constexpr int8_t kBcast16[8][32] = {
+#define ANELM_B(j) {2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, \
+                    2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, \
+                    2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1}
+    ANELM_B(0), ANELM_B(1), ANELM_B(2), ANELM_B(3), ANELM_B(4), ANELM_B(5), ANELM_B(6), ANELM_B(7)
+#undef ANELM_B
+};
+// Q6_K: int16 lane 2s in the low 128-bit lane and 2s + 1 in the high one, broadcast: kPair16[s].
+alignas(32) inline constexpr int8_t kPair16[4][32] = {
+#define ANELM_P(s) {4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, \
+                    4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3,     \
+                    4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3}
+    ANELM_P(0), ANELM_P(1), ANELM_P(2), ANELM_P(3)
+#undef ANELM_P
+};
+// Bytes 8..15 (the eight Q4_K mins) each twice: min j against bsums 2j and 2j + 1.
+alignas(16) inline constexpr int8_t kMinsTwice[16] = {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15};
+
+// Q4_K / Q5_K: the 12 packed scale bytes (read as 16: the block continues) -> bytes 0..7 = the 8
+// six-bit scales, 8..15 = the 8 mins, as qs_k4_scales_mins but in vector registers: the scalar
+// version's round trip through memory sat on every block's critical path.
+inline __m128i k2_scales_mins(const uint8_t* s12) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s12));
+  const __m128i lo6 = _mm_and_si128(v, _mm_set1_epi8(0x3F));                          // sc0-3 | m0-3
+  const __m128i top = _mm_and_si128(_mm_srli_epi16(v, 2), _mm_set1_epi8(0x30));        // their bits 6-7 at 4-5
+  const __m128i nlo = _mm_and_si128(v, _mm_set1_epi8(0x0F));                           // bytes 8-11: sc4-7 low
+  const __m128i nhi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));        // bytes 8-11: m4-7 low
+  const __m128i a = _mm_shuffle_epi8(lo6, _mm_setr_epi8(0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1));
+  const __m128i b = _mm_shuffle_epi8(top, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i c = _mm_shuffle_epi8(nlo, _mm_setr_epi8(-1, -1, -1, -1, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m128i e = _mm_shuffle_epi8(nhi, _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 8, 9, 10, 11));
+  return _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, e));
+}
+
+inline __m256i k2_shuffle(__m256i v, const int8_t* idx) {
+  return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(idx)));
+}
+inline __m256i k2_dot(__m256i u, const int8_t* x, __m256i sc) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, qs_load(x)), sc);
+}
+// sum += a + b, kept in this order: GCC otherwise reassociates the int32 adds of a whole super-block
+// into one tree at the end, with every product live at once (spilled: ~70 stack stores per block).
+inline void k2_accumulate(__m256i& sum, __m256i a, __m256i b) {
+  sum = _mm256_add_epi32(sum, _mm256_add_epi32(a, b));
+  asm("" : "+x"(sum));
+}
+
+// Bit j (0..7) of every byte of v moved to bit 4 (0x10), other bits cleared. A 16-bit shift keeps
+// bit 4 of each byte inside that byte for these distances.
+template <int J>
+inline __m256i k2_bit_to_0x10(__m256i v) {
+  const __m256i m = _mm256_set1_epi8(0x10);
+  if constexpr (J < 4) return _mm256_and_si256(_mm256_slli_epi16(v, 4 - J), m);
+  else if constexpr (J == 4) return _mm256_and_si256(v, m);
+  else return _mm256_and_si256(_mm256_srli_epi16(v, J - 4), m);
+}
+
+// Q4_K / Q5_K row . T tokens (token t's super-blocks at x + t * xs), out[t].
+template <int T, bool kFifthBit>
+inline void k2_q45_tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
+  const auto* w = static_cast<const Block*>(row);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[T], accm[T];  // the mins apart: two short dependency chains per block, not one long one
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Block& wb = w[b];
+    const __m128i sm = k2_scales_mins(wb.scales);                    // 8 scales, 8 mins (u8)
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // sc0..7 in both lanes
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_load_si128(reinterpret_cast<const __m128i*>(kMinsTwice))));
+    __m256i hb;
+    if constexpr (kFifthBit) hb = qs_load(wb.qh);
+    __m256i sumi[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256i raw = qs_load(wb.qs + 32 * k);
+      __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      if constexpr (kFifthBit) {
+        switch (k) {  // sub-blocks 2k and 2k + 1: bits 2k and 2k + 1 of qh
+          case 0: lo = _mm256_or_si256(lo, k2_bit_to_0x10<0>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<1>(hb)); break;
+          case 1: lo = _mm256_or_si256(lo, k2_bit_to_0x10<2>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<3>(hb)); break;
+          case 2: lo = _mm256_or_si256(lo, k2_bit_to_0x10<4>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<5>(hb)); break;
+          default: lo = _mm256_or_si256(lo, k2_bit_to_0x10<6>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<7>(hb)); break;
+        }
+      }
+      const __m256i slo = k2_shuffle(scales, kBcast16[2 * k]), shi = k2_shuffle(scales, kBcast16[2 * k + 1]);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const int8_t* xq = x[t * xs + b].qs + 64 * k;
+        k2_accumulate(sumi[t], k2_dot(lo, xq, slo), k2_dot(hi, xq + 32, shi));
+      }
+    }
+    const float d = _cvtsh_ss(wb.d), dmin = _cvtsh_ss(wb.dmin);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const QBlockK& xb = x[t * xs + b];
+      const __m256i m = _mm256_madd_epi16(qs_load(xb.bsums), mins);  // sum_j min_j * bsum pair j
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(d * xb.d), acc[t]);
+      accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin * xb.d), accm[t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) out[t] = hsum256(_mm256_sub_ps(acc[t], accm[t]));
+}
+
+// Q6_K row . T tokens: register 4h + s holds elements 128h + 32s .. + 32 (sub-blocks 8h + 2s in the
+// low 128-bit lane, 8h + 2s + 1 in the high one); q used unsigned, the -32 via bsums in int32.
+template <int T>
+inline void k2_q6_tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) {
+  const auto* w = static_cast<const BlockQ6_K*>(row);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  __m256 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6_K& wb = w[b];
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    __m256i sumi[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      // 32 * sum_j sc_j * bsums_j, taken off up front (exact in int32).
+      sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                 _mm256_slli_epi32(_mm256_madd_epi16(qs_load(x[t * xs + b].bsums), sc16), 5));
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i scales = h == 0 ? _mm256_permute4x64_epi64(sc16, 0x44) : _mm256_permute4x64_epi64(sc16, 0xEE);
+      const __m256i l0 = qs_load(wb.ql + 64 * h), l1 = qs_load(wb.ql + 64 * h + 32);
+      const __m256i hbits = qs_load(wb.qh + 32 * h);
+#pragma GCC unroll 4
+      for (int s = 0; s < 4; s += 2) {
+        __m256i qa, qb;  // registers s and s + 1
+        if (s == 0) {
+          qa = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bits45));
+          qb = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(hbits, 2), bits45));
+        } else {
+          qa = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(hbits, bits45));
+          qb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                               _mm256_and_si256(_mm256_srli_epi16(hbits, 2), bits45));
+        }
+        const __m256i sa = k2_shuffle(scales, kPair16[s]), sb = k2_shuffle(scales, kPair16[s + 1]);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xq = x[t * xs + b].qs + 128 * h + 32 * s;
+          k2_accumulate(sumi[t], k2_dot(qa, xq, sa), k2_dot(qb, xq + 32, sb));
+        }
+      }
+    }
+    const float d = _cvtsh_ss(wb.d);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(d * x[t * xs + b].d), acc[t]);
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
+}
+
+// Tokens per pass over a row in a prefill tile, and the largest count served in one pass
+// (a batched decode step of up to kKFewTokens sequences decodes each weight block once).
+constexpr int kKTile = 4;
+constexpr int kKFewTokens = 8;
+// Rows per prefill chunk: their weights (~30-50 KB) stay in L2 while every token tile passes.
+constexpr int64_t kKChunkBytes = 48 * 1024;
+
+template <class K, int T>
+inline void k2_rows(const uint8_t* w, int64_t rb, int64_t nb, const QBlockK* x, int64_t xs, float* __restrict y,
+                    int64_t ldy, int64_t r0, int64_t r1) {
+  float out[T];
+  for (int64_t r = r0; r < r1; ++r) {
+    K::template tile<T>(w + r * rb, nb, x, xs, out);
+    for (int t = 0; t < T; ++t) y[t * ldy + r] = out[t];
+  }
+}
+
+// Y[i][r] for rows [r0, r1): n <= kKFewTokens in one pass per row; more in row chunks x token tiles.
+template <class K>
+void k2_matmul(const void* w, int64_t cols, const float*, const void* xq, int n, float* __restrict y, int64_t ldy,
+               int64_t r0, int64_t r1) {
+  const auto* x = static_cast<const QBlockK*>(xq);
+  const auto* base = static_cast<const uint8_t*>(w);
+  const int64_t nb = cols / kQKBlock, rb = dtype_row_bytes(K::kType, cols);
+  auto pass = [&](int t0, int nt, int64_t a, int64_t e) {
+    const QBlockK* xt = x + t0 * nb;
+    float* yt = y + t0 * ldy;
+    switch (nt) {
+      case 1: k2_rows<K, 1>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+      case 2: k2_rows<K, 2>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+      case 3: k2_rows<K, 3>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+      case 4: k2_rows<K, 4>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+      case 5: k2_rows<K, 5>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+      case 6: k2_rows<K, 6>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+      case 7: k2_rows<K, 7>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+      default: k2_rows<K, 8>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
+    }
+  };
+  if (n <= kKFewTokens) {
+    pass(0, n, r0, r1);
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(1, kKChunkBytes / rb);
+  for (int64_t a = r0; a < r1; a += chunk) {
+    const int64_t e = std::min(r1, a + chunk);
+    int t = 0;
+    for (; t + kKTile <= n; t += kKTile) pass(t, kKTile, a, e);
+    if (t < n) pass(t, n - t, a, e);
+  }
+}
+
+struct Q4_KKernel2 {
+  static constexpr DType kType = DType::kQ4_K;
+  template <int T>
+  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q45_tile<T, false>(row, nb, x, xs, out); }
+};
+struct Q5_KKernel2 {
+  static constexpr DType kType = DType::kQ5_K;
+  template <int T>
+  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q45_tile<T, true>(row, nb, x, xs, out); }
+};
+struct Q6_KKernel2 {
+  static constexpr DType kType = DType::kQ6_K;
+  template <int T>
+  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q6_tile<T>(row, nb, x, xs, out); }
+};

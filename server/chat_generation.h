@@ -1,0 +1,27 @@
+// The chat generation flow shared by every chat-shaped API (chat completions, Responses, Messages):
+// render the template, tokenize, constrain, parse the model's syntax. Each API translates its
+// request into a ChatRequest, calls prepare_chat_generation, and runs it with its own serializer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "server/api_request.h"
+#include "server/generation.h"
+#include "server/http_types.h"
+#include "server/server_context.h"
+
+namespace anelm::server {
+
+// The rendered prompt and its token ids (BOS added when the model wants one).
+struct ChatPromptTokens {
+  std::string text;
+  std::vector<int> ids;
+};
+
+ChatPromptTokens tokenize_chat_prompt(ServerContext& ctx, const ChatRequest& r);
+
+// The generation for a validated chat request: prompt, sampling, output constraint and parser.
+PreparedGeneration prepare_chat_generation(ServerContext& ctx, const ChatRequest& r, const HttpRequest& req);
+
+}  // namespace anelm::server
