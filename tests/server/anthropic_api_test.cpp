@@ -23,36 +23,6 @@ using server::parse_messages_request;
 
 // ---- helpers ----------------------------------------------------------------------------------
 
-struct SseEvent {
-  std::string name;
-  json data;
-};
-
-// "event: NAME\ndata: JSON\n\n" frames; comment frames (": ping") are skipped as SSE clients do.
-std::vector<SseEvent> sse_events(const std::string& body) {
-  std::vector<SseEvent> out;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t end = body.find("\n\n", pos);
-    if (end == std::string::npos) end = body.size();
-    const std::string frame = body.substr(pos, end - pos);
-    pos = end + 2;
-    if (frame.empty() || frame[0] == ':') continue;
-    SseEvent ev;
-    size_t line = 0;
-    while (line < frame.size()) {
-      size_t nl = frame.find('\n', line);
-      if (nl == std::string::npos) nl = frame.size();
-      const std::string l = frame.substr(line, nl - line);
-      if (l.rfind("event: ", 0) == 0) ev.name = l.substr(7);
-      if (l.rfind("data: ", 0) == 0) ev.data = json::parse(l.substr(6));
-      line = nl + 1;
-    }
-    out.push_back(std::move(ev));
-  }
-  return out;
-}
-
 // The Message a stream describes, accumulated as the SDK's MessageStream does (content blocks by
 // index, text/thinking appended, tool input from the input_json_delta text, message_delta's
 // stop_reason / stop_sequence / usage overwriting). Checks the event grammar on the way.

@@ -295,35 +295,6 @@ TEST(ResponseStore, BoundedLruInCountAndBytes) {
 
 // ---- over HTTP ----------------------------------------------------------------------------------
 
-struct SseEvent {
-  std::string name;
-  json data;
-};
-
-// "event: NAME\ndata: JSON\n\n" frames; comments skipped.
-std::vector<SseEvent> sse_events(const std::string& body) {
-  std::vector<SseEvent> out;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t end = body.find("\n\n", pos);
-    if (end == std::string::npos) end = body.size();
-    const std::string frame = body.substr(pos, end - pos);
-    pos = end + 2;
-    SseEvent ev;
-    size_t line_start = 0;
-    while (line_start < frame.size()) {
-      size_t nl = frame.find('\n', line_start);
-      if (nl == std::string::npos) nl = frame.size();
-      const std::string line = frame.substr(line_start, nl - line_start);
-      if (line.rfind("event: ", 0) == 0) ev.name = line.substr(7);
-      if (line.rfind("data: ", 0) == 0) ev.data = json::parse(line.substr(6));
-      line_start = nl + 1;
-    }
-    if (!ev.data.is_null()) out.push_back(std::move(ev));
-  }
-  return out;
-}
-
 // The Response a stream assembles to, as a client does: output items from output_item.done, the
 // text of each from the deltas (checked against the .done events), the final response.* event.
 struct Assembled {

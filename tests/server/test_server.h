@@ -42,4 +42,12 @@ class TestServer {
 // Parses an SSE body into its data payloads ("[DONE]" included as a string).
 std::vector<std::string> sse_payloads(const std::string& body);
 
+// Named SSE events ("event: NAME\ndata: JSON\n\n", the Responses and Anthropic streams); comment
+// frames (": ping") are skipped as SSE clients do.
+struct SseEvent {
+  std::string name;
+  nlohmann::ordered_json data;
+};
+std::vector<SseEvent> sse_events(const std::string& body);
+
 }  // namespace anelm::testing

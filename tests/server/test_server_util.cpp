@@ -59,4 +59,26 @@ std::vector<std::string> sse_payloads(const std::string& body) {
   return out;
 }
 
+std::vector<SseEvent> sse_events(const std::string& body) {
+  std::vector<SseEvent> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) end = body.size();
+    const std::string frame = body.substr(pos, end - pos);
+    pos = end + 2;
+    SseEvent ev;
+    for (size_t start = 0; start < frame.size();) {
+      size_t nl = frame.find('\n', start);
+      if (nl == std::string::npos) nl = frame.size();
+      const std::string line = frame.substr(start, nl - start);
+      if (line.rfind("event: ", 0) == 0) ev.name = line.substr(7);
+      if (line.rfind("data: ", 0) == 0) ev.data = nlohmann::ordered_json::parse(line.substr(6));
+      start = nl + 1;
+    }
+    if (!ev.data.is_null()) out.push_back(std::move(ev));
+  }
+  return out;
+}
+
 }  // namespace anelm::testing
