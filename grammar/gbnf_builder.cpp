@@ -12,13 +12,13 @@ uint32_t GrammarBuilder::add_rule(std::string name) {
   return static_cast<uint32_t>(rules_.size() - 1);
 }
 
-uint32_t GrammarBuilder::named_rule(const std::string& name, size_t offset, const std::string& in_rule) {
+uint32_t GrammarBuilder::named_rule(std::string_view name, size_t offset, std::string_view in_rule) {
   auto it = by_name_.find(name);
   if (it != by_name_.end()) return it->second;
-  uint32_t id = add_rule(name);
+  uint32_t id = add_rule(std::string(name));
   rules_[id].first_use = offset;
   rules_[id].used_in = in_rule;
-  by_name_[name] = id;
+  by_name_.emplace(std::string(name), id);
   return id;
 }
 
@@ -38,9 +38,9 @@ void GrammarBuilder::define(uint32_t rule, std::vector<Sequence> alts, size_t of
   r.defined = true;
 }
 
-uint32_t GrammarBuilder::generated_rule(const std::string& owner, const char* what, std::vector<Sequence> alts) {
+uint32_t GrammarBuilder::generated_rule(std::string_view owner, const char* what, std::vector<Sequence> alts) {
   // The '/' cannot appear in a GBNF name, so generated rules never collide with written ones.
-  uint32_t id = add_rule(owner + "/" + what + std::to_string(rules_.size()));
+  uint32_t id = add_rule(std::string(owner) + "/" + what + std::to_string(rules_.size()));
   for (const auto& a : alts) count_elements(a.size() + 1);
   rules_[id].alts = std::move(alts);
   rules_[id].defined = true;
@@ -53,18 +53,18 @@ uint32_t GrammarBuilder::add_charset(CharSet set) {
   return static_cast<uint32_t>(charsets_.size() - 1);
 }
 
-Elem GrammarBuilder::as_element(const Sequence& unit, const std::string& owner) {
+Elem GrammarBuilder::as_element(const Sequence& unit, std::string_view owner) {
   if (unit.size() == 1) return unit[0];
   return Elem{ElemKind::Ref, generated_rule(owner, "group", {unit})};
 }
 
-Sequence GrammarBuilder::repeat(const Sequence& unit, int min, int max, const std::string& owner) {
+Sequence GrammarBuilder::repeat(const Sequence& unit, int min, int max, std::string_view owner) {
   Elem x = as_element(unit, owner);
   count_elements(static_cast<size_t>(min));
   Sequence out(static_cast<size_t>(min), x);
   if (max < 0) {
     // x* as a right-recursive rule; the tail call keeps the matcher's stack flat.
-    uint32_t star = add_rule(owner + "/star" + std::to_string(rules_.size()));
+    uint32_t star = add_rule(std::string(owner) + "/star" + std::to_string(rules_.size()));
     rules_[star].alts = {{x, Elem{ElemKind::Ref, star}}, {}};
     rules_[star].defined = true;
     count_elements(3);
@@ -141,10 +141,12 @@ void GrammarBuilder::check_left_recursion() const {
   // A rule may reach itself without consuming a byte when it sits, after only nullable elements,
   // at the start of its own expansion. The matcher would loop forever on such a rule.
   // Nullable rules by a worklist (linear; a fixpoint loop over all rules is quadratic on chains).
-  std::vector<bool> nullable(rules_.size(), false);
+  // Graphs are kept as flat edge lists (CSR): a vector per rule cost more than the search.
+  const size_t n = rules_.size();
+  std::vector<bool> nullable(n, false);
   std::vector<uint32_t> pending, alt_rule, queue;
-  std::vector<std::vector<uint32_t>> users(rules_.size());
-  for (uint32_t r = 0; r < rules_.size(); ++r) {
+  std::vector<std::pair<uint32_t, uint32_t>> uses;  // (referenced rule, refs-only alternative)
+  for (uint32_t r = 0; r < n; ++r) {
     tick(rules_[r].alts.size());
     for (const auto& alt : rules_[r].alts) {
       const bool refs_only = std::all_of(alt.begin(), alt.end(), [](const Elem& e) { return e.kind == ElemKind::Ref; });
@@ -156,29 +158,43 @@ void GrammarBuilder::check_left_recursion() const {
       const auto id = static_cast<uint32_t>(pending.size());
       pending.push_back(static_cast<uint32_t>(alt.size()));
       alt_rule.push_back(r);
-      for (const auto& e : alt) users[e.value].push_back(id);
+      for (const auto& e : alt) uses.emplace_back(e.value, id);
     }
   }
+  const auto by_rule = [n](std::vector<std::pair<uint32_t, uint32_t>>& edges, std::vector<uint32_t>& start,
+                           std::vector<uint32_t>& to) {
+    start.assign(n + 1, 0);
+    for (const auto& e : edges) ++start[e.first + 1];
+    for (size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+    to.resize(edges.size());
+    std::vector<uint32_t> at(start.begin(), start.end() - 1);
+    for (const auto& e : edges) to[at[e.first]++] = e.second;
+  };
+  std::vector<uint32_t> user_start, users;
+  by_rule(uses, user_start, users);
   while (!queue.empty()) {
     const uint32_t v = queue.back();
     queue.pop_back();
-    for (uint32_t id : users[v]) {
+    for (uint32_t k = user_start[v]; k < user_start[v + 1]; ++k) {
+      const uint32_t id = users[k];
       if (--pending[id] == 0 && !nullable[alt_rule[id]]) {
         nullable[alt_rule[id]] = true;
         queue.push_back(alt_rule[id]);
       }
     }
   }
-  std::vector<std::vector<uint32_t>> corner(rules_.size());
-  for (size_t r = 0; r < rules_.size(); ++r) {
+  std::vector<std::pair<uint32_t, uint32_t>> corners;  // (rule, a rule at its left corner)
+  for (uint32_t r = 0; r < n; ++r) {
     for (const auto& alt : rules_[r].alts) {
       for (const auto& e : alt) {
         if (e.kind != ElemKind::Ref) break;
-        corner[r].push_back(e.value);
+        corners.emplace_back(r, e.value);
         if (!nullable[e.value]) break;
       }
     }
   }
+  std::vector<uint32_t> corner_start, corner;
+  by_rule(corners, corner_start, corner);
   // Iterative depth-first search (deep rule chains must not overflow the C++ stack).
   std::vector<uint8_t> color(rules_.size(), 0);  // 0 new, 1 on the path, 2 done
   std::vector<std::pair<uint32_t, size_t>> path;
@@ -188,12 +204,12 @@ void GrammarBuilder::check_left_recursion() const {
     color[start] = 1;
     while (!path.empty()) {
       auto& [r, i] = path.back();
-      if (i == corner[r].size()) {
+      if (i == corner_start[r + 1] - corner_start[r]) {
         color[r] = 2;
         path.pop_back();
         continue;
       }
-      uint32_t s = corner[r][i++];
+      uint32_t s = corner[corner_start[r] + i++];
       if (color[s] == 1) {
         std::string cycle;
         bool on = false;

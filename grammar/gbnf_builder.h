@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -19,17 +20,18 @@ class GrammarBuilder {
  public:
   // `where(offset, rule)` formats a source position for a message; called only on errors, so
   // positions cost nothing while parsing.
-  using Where = std::function<std::string(size_t offset, const std::string& rule)>;
+  using Where = std::function<std::string(size_t offset, std::string_view rule)>;
   GrammarBuilder(Where where, CompileBudget* budget) : where_(std::move(where)), budget_(budget) {}
 
-  // The id of a named rule, created undefined on first use at `offset` inside rule `in_rule`.
-  uint32_t named_rule(const std::string& name, size_t offset, const std::string& in_rule);
+  // The id of a named rule, created undefined on first use at `offset` inside rule `in_rule` (a
+  // view of the grammar text, which outlives the builder).
+  uint32_t named_rule(std::string_view name, size_t offset, std::string_view in_rule);
   void define(uint32_t rule, std::vector<Sequence> alts, size_t offset);
   // A rule generated for a group or repetition inside rule `owner`.
-  uint32_t generated_rule(const std::string& owner, const char* what, std::vector<Sequence> alts);
+  uint32_t generated_rule(std::string_view owner, const char* what, std::vector<Sequence> alts);
   uint32_t add_charset(CharSet set);
   // `unit` repeated min..max times (max < 0: unbounded), as a sequence of elements.
-  Sequence repeat(const Sequence& unit, int min, int max, const std::string& owner);
+  Sequence repeat(const Sequence& unit, int min, int max, std::string_view owner);
   std::shared_ptr<Grammar> finish(const std::string& root);
 
  private:
@@ -38,10 +40,10 @@ class GrammarBuilder {
     std::vector<Sequence> alts;
     bool defined = false;
     size_t first_use = 0;    // source offset of the first reference
-    std::string used_in;     // the rule holding it
+    std::string_view used_in;  // the rule holding it
   };
   uint32_t add_rule(std::string name);
-  Elem as_element(const Sequence& unit, const std::string& owner);
+  Elem as_element(const Sequence& unit, std::string_view owner);
   void count_elements(size_t n);
   void factor_alternatives();
   void check_left_recursion() const;
@@ -52,7 +54,12 @@ class GrammarBuilder {
   Where where_;
   CompileBudget* budget_;
   std::vector<Rule> rules_;
-  std::unordered_map<std::string, uint32_t> by_name_;
+  // Transparent, so a reference looks its name up without building a string.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> by_name_;
   std::vector<CharSet> charsets_;
   size_t elements_ = 0;
 };

@@ -20,10 +20,10 @@ class Parser {
     skip_space();
     while (pos_ < src_.size()) {
       size_t at = pos_;
-      std::string name = parse_name();
+      const std::string_view name = parse_name();
       rule_ = name;
       skip_space();
-      if (src_.substr(pos_, 3) != "::=") fail("expected '::=' after rule name '" + name + "'");
+      if (src_.substr(pos_, 3) != "::=") fail("expected '::=' after rule name '" + std::string(name) + "'");
       pos_ += 3;
       uint32_t id = b_.named_rule(name, at, rule_);
       auto alts = parse_alternates(0);
@@ -43,14 +43,14 @@ class Parser {
 
  public:
   // "line L:C in rule 'x'": a scan from the start, so only for error messages.
-  static std::string describe(std::string_view src, size_t at, const std::string& rule) {
+  static std::string describe(std::string_view src, size_t at, std::string_view rule) {
     size_t line = 1, col = 1;
     for (size_t i = 0; i < at && i < src.size(); ++i) {
       if (src[i] == '\n') ++line, col = 1;
       else ++col;
     }
     std::string s = "line " + std::to_string(line) + ":" + std::to_string(col);
-    if (!rule.empty()) s += " in rule '" + rule + "'";
+    if (!rule.empty()) s += " in rule '" + std::string(rule) + "'";
     return s;
   }
 
@@ -69,11 +69,11 @@ class Parser {
     }
   }
 
-  std::string parse_name() {
+  std::string_view parse_name() {
     size_t start = pos_;
     while (pos_ < src_.size() && is_name_char(src_[pos_])) ++pos_;
     if (pos_ == start) fail("expected a rule name");
-    return std::string(src_.substr(start, pos_ - start));
+    return src_.substr(start, pos_ - start);
   }
 
   // Is the text at pos_ the start of the next rule (`name ::=`)?
@@ -104,34 +104,42 @@ class Parser {
       char c = src_[pos_];
       if (c == '|' || c == ')' || starts_rule()) break;
       if (budget_) budget_->tick();
-      Sequence unit = parse_primary(depth);
+      // The primary is appended in place (no vector per element); only a repeated one is moved out.
+      const size_t start = seq.size();
+      parse_primary(depth, seq);
       skip_space();
-      if (pos_ < src_.size()) unit = parse_postfix(std::move(unit));
-      seq.insert(seq.end(), unit.begin(), unit.end());
+      if (pos_ < src_.size() && is_postfix(src_[pos_])) {
+        Sequence unit(seq.begin() + static_cast<std::ptrdiff_t>(start), seq.end());
+        seq.resize(start);
+        unit = parse_postfix(std::move(unit));
+        seq.insert(seq.end(), unit.begin(), unit.end());
+      }
     }
     return seq;
   }
 
-  Sequence parse_primary(int depth) {
+  static bool is_postfix(char c) { return c == '*' || c == '+' || c == '?' || c == '{'; }
+
+  void parse_primary(int depth, Sequence& out) {
     char c = src_[pos_];
-    if (c == '"') return parse_literal();
-    if (c == '[') return {Elem{ElemKind::Chars, parse_class()}};
+    if (c == '"') return parse_literal(out);
+    if (c == '[') return out.push_back(Elem{ElemKind::Chars, parse_class()});
     if (c == '.') {
       ++pos_;
-      return {Elem{ElemKind::Chars, b_.add_charset(CharSet({{0, 0x10FFFF}}))}};
+      return out.push_back(Elem{ElemKind::Chars, b_.add_charset(CharSet({{0, 0x10FFFF}}))});
     }
     if (c == '(') {
       ++pos_;
       auto alts = parse_alternates(depth + 1);
       if (pos_ >= src_.size() || src_[pos_] != ')') fail("expected ')'");
       ++pos_;
-      if (alts.size() == 1) return alts[0];
-      return {Elem{ElemKind::Ref, b_.generated_rule(rule_, "group", std::move(alts))}};
+      if (alts.size() == 1) return out.insert(out.end(), alts[0].begin(), alts[0].end()), void();
+      return out.push_back(Elem{ElemKind::Ref, b_.generated_rule(rule_, "group", std::move(alts))});
     }
     if (is_name_char(c)) {
       size_t at = pos_;
-      std::string name = parse_name();
-      return {Elem{ElemKind::Ref, b_.named_rule(name, at, rule_)}};
+      const std::string_view name = parse_name();
+      return out.push_back(Elem{ElemKind::Ref, b_.named_rule(name, at, rule_)});
     }
     fail(std::string("unexpected character '") + c + "'");
   }
@@ -217,19 +225,21 @@ class Parser {
     }
   }
 
-  Sequence parse_literal() {
+  void parse_literal(Sequence& seq) {
     ++pos_;  // opening quote
-    Sequence seq;
     while (pos_ < src_.size() && src_[pos_] != '"') {
       uint32_t cp = parse_char();
       if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail("escape is not a Unicode scalar value");
-      std::string bytes;
-      append_utf8(bytes, cp);
-      for (unsigned char byte : bytes) seq.push_back(Elem{ElemKind::Byte, byte});
+      if (cp < 0x80) {
+        seq.push_back(Elem{ElemKind::Byte, cp});
+        continue;
+      }
+      utf8_.clear();
+      append_utf8(utf8_, cp);
+      for (unsigned char byte : utf8_) seq.push_back(Elem{ElemKind::Byte, byte});
     }
     if (pos_ >= src_.size()) fail("unterminated string literal");
     ++pos_;
-    return seq;
   }
 
   uint32_t parse_class() {
@@ -268,7 +278,8 @@ class Parser {
   GrammarBuilder& b_;
   CompileBudget* budget_;
   size_t pos_ = 0;
-  std::string rule_;
+  std::string_view rule_;  // the rule being parsed (a view of src_)
+  std::string utf8_;       // scratch for one multi-byte character
 };
 
 }  // namespace
@@ -278,7 +289,7 @@ std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, std::string_vie
     throw Error("GBNF: grammar text of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
                 std::to_string(options.max_bytes));
   }
-  GrammarBuilder builder([text](size_t at, const std::string& rule) { return Parser::describe(text, at, rule); },
+  GrammarBuilder builder([text](size_t at, std::string_view rule) { return Parser::describe(text, at, rule); },
                          options.budget);
   Parser(text, builder, options.budget).parse_all();
   return builder.finish(std::string(root));

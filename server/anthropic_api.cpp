@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "engine/json_depth.h"
 #include "server/api_error.h"
+#include "server/json_body.h"
 #include "server/http_policy.h"
 
 namespace anelm::server {
@@ -386,15 +386,7 @@ void log_ignored_fields(const json& j) {
   }
 }
 
-json parse_body(std::string_view body) {
-  // nlohmann's parser recurses once per level: bound the depth before parsing.
-  if (engine::json_nesting_depth(body, kMaxRequestDepth) > kMaxRequestDepth)
-    throw invalid_field("", "request body nests deeper than " + std::to_string(kMaxRequestDepth) + " levels");
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw invalid_field("", "request body is not valid JSON (or not UTF-8)");
-  if (!j.is_object()) throw invalid_field("", "request body must be a JSON object");
-  return j;
-}
+json parse_body(std::string_view body) { return parse_json_body(body, kMaxRequestDepth); }
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "server/anthropic_api.h"
 #include "server/api_error.h"
+#include "server/json_body.h"
 #include "server/sse.h"
 
 namespace anelm::server {
@@ -109,8 +110,8 @@ class MessagesSerializer : public ResponseSerializer {
     if (!o.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", o.reasoning}, {"signature", ""}});
     if (!o.content.empty()) content.push_back({{"type", "text"}, {"text", o.content}});
     for (const ToolCallOut& t : o.tool_calls) {
-      json input = json::parse(t.arguments, nullptr, /*allow_exceptions=*/false);
-      if (!input.is_object()) input = json::object();  // cut by max_tokens: no usable input
+      json input;
+      if (!parse_json_linear(t.arguments, input) || !input.is_object()) input = json::object();  // cut by max_tokens: no usable input
       content.push_back({{"type", "tool_use"}, {"id", tool_use_id(t.id)}, {"name", t.name}, {"input", std::move(input)}});
     }
     json j = head();

@@ -9,6 +9,7 @@
 
 #include "engine/json_depth.h"
 #include "server/api_error.h"
+#include "server/json_body.h"
 
 namespace anelm::server {
 
@@ -28,16 +29,7 @@ constexpr size_t kMaxGrammarBytes = 64 * 1024;
 
 constexpr int kMaxRequestDepth = 128;  // tool schemas nest a few dozen levels at most
 
-json parse_object(std::string_view body) {
-  // nlohmann's parser, copies and dumps recurse once per level: a deeply nested body (a few MB of
-  // '[') would overflow the stack, so the depth is bounded before parsing.
-  if (engine::json_nesting_depth(body, kMaxRequestDepth) > kMaxRequestDepth)
-    throw invalid_field("", "request body nests deeper than " + std::to_string(kMaxRequestDepth) + " levels");
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw invalid_field("", "request body is not valid JSON (or not UTF-8)");
-  if (!j.is_object()) throw invalid_field("", "request body must be a JSON object");
-  return j;
-}
+json parse_object(std::string_view body) { return parse_json_body(body, kMaxRequestDepth); }
 
 // The field if present and not null.
 const json* field(const json& j, const char* name) {
@@ -340,8 +332,12 @@ json parse_tool_calls(const json& calls, const std::string& where) {
     json args = json::object();
     if (const json* a = field(*fn, "arguments")) {
       if (a->is_string()) {
-        args = json::parse(a->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-        if (args.is_discarded()) throw invalid_field(w + ".function.arguments", w + ".function.arguments is not valid JSON");
+        const std::string& text = a->get_ref<const std::string&>();
+        if (engine::json_nesting_depth(text, kMaxRequestDepth) > kMaxRequestDepth)
+          throw invalid_field(w + ".function.arguments", w + ".function.arguments nests deeper than " +
+                                                             std::to_string(kMaxRequestDepth) + " levels");
+        if (!parse_json_linear(text, args))
+          throw invalid_field(w + ".function.arguments", w + ".function.arguments is not valid JSON");
       } else if (a->is_object()) {
         args = *a;
       } else {

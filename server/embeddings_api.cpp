@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/json_depth.h"
 #include "server/api_error.h"
+#include "server/json_body.h"
 
 namespace anelm::server {
 
@@ -77,11 +77,7 @@ void append_float(std::string& out, float v) {
 }  // namespace
 
 EmbeddingsRequest parse_embeddings_request(std::string_view body) {
-  if (engine::json_nesting_depth(body, kMaxDepth) > kMaxDepth)
-    throw invalid_field("input", "request body nests deeper than " + std::to_string(kMaxDepth) + " levels");
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw invalid_field("", "request body is not valid JSON (or not UTF-8)");
-  if (!j.is_object()) throw invalid_field("", "request body must be a JSON object");
+  const json j = parse_json_body(body, kMaxDepth);
   EmbeddingsRequest r;
   for (const auto& [key, v] : j.items()) {
     if (key == "input") {

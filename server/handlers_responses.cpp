@@ -11,6 +11,7 @@
 #include "server/generation.h"
 #include "server/handlers.h"
 #include "server/http_policy.h"
+#include "server/json_body.h"
 #include "server/response_store.h"
 #include "server/responses_api.h"
 #include "server/responses_serializer.h"
@@ -57,7 +58,7 @@ HttpResponse handle_responses_create(ServerContext& ctx, const HttpRequest& req)
     if (!prev)
       throw ApiError(404, "invalid_request_error", "Previous response with id '" + r.previous_response_id + "' not found.",
                      "previous_response_id", "previous_response_not_found");
-    rc.conversation = json::parse(prev->conversation);
+    if (!parse_json_linear(prev->conversation, rc.conversation)) throw internal_error("stored response is not JSON");
   }
   const ChatRequest chat = responses_to_chat(r, rc.conversation, ctx.model().sampling);
   PreparedGeneration g;

@@ -3,6 +3,7 @@
 #include "server/responses_api.h"
 
 #include "engine/json_depth.h"
+#include "server/json_body.h"
 
 namespace anelm::server {
 
@@ -475,11 +476,7 @@ json merge_leading_system(const std::string& instructions, json msgs) {
 }  // namespace
 
 ResponsesRequest parse_responses_request(std::string_view body) {
-  if (engine::json_nesting_depth(body, kMaxDepth) > kMaxDepth)
-    throw bad("", "request body nests deeper than " + std::to_string(kMaxDepth) + " levels");
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw bad("", "request body is not valid JSON (or not UTF-8)");
-  if (!j.is_object()) throw bad("", "request body must be a JSON object");
+  const json j = parse_json_body(body, kMaxDepth);
   check_unsupported(j);
 
   ResponsesRequest r;

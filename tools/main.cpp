@@ -5,6 +5,10 @@
 #include <exception>
 #include <string_view>
 
+#ifdef ANELM_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 #include "engine/error.h"
 #include "tools/cli_commands.h"
 #include "server/serve_command.h"
@@ -36,6 +40,11 @@ void print_usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef ANELM_MIMALLOC
+  // A reference to the library keeps it linked even under --as-needed: its malloc then replaces
+  // glibc's for the whole process (see CMakeLists.txt).
+  (void)mi_version();
+#endif
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     print_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -5,7 +5,7 @@ ANELM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 ANELM_BUILD="${ANELM_BUILD:-$ANELM_ROOT/build}"
 
 ANELM_DEB_PACKAGES=(g++ cmake make pkg-config libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev
-  libcxxopts-dev libgtest-dev libutf8proc-dev libcurl4-openssl-dev zlib1g-dev)
+  libcxxopts-dev libgtest-dev libutf8proc-dev libcurl4-openssl-dev zlib1g-dev libmimalloc-dev)
 
 log() { echo "[anelm] $*" >&2; }
 
