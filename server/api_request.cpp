@@ -1,6 +1,7 @@
 // Parses and validates OpenAI request bodies into native structs; every failure names its field.
 #include "server/api_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -222,7 +223,12 @@ GenerationFields parse_generation_fields(const json& j, const char* max_tokens_n
   if (auto v = get_number(j, "presence_penalty", -2.0, 2.0)) s.presence_penalty = *v;
   if (auto v = get_number(j, "frequency_penalty", -2.0, 2.0)) s.frequency_penalty = *v;
   if (auto v = get_number(j, "repetition_penalty", 0.01, 10.0)) s.repetition_penalty = *v;
-  s.logit_bias = parse_logit_bias(j);
+  // The server's --logit-bias defaults stay; the request's entries add to them (and win per id).
+  for (const auto& [id, bias] : parse_logit_bias(j)) {
+    auto same = std::find_if(s.logit_bias.begin(), s.logit_bias.end(), [id = id](const auto& e) { return e.first == id; });
+    if (same != s.logit_bias.end()) same->second = bias;
+    else s.logit_bias.emplace_back(id, bias);
+  }
   if (auto v = get_int(j, "seed", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max())) {
     s.seed = static_cast<uint64_t>(*v);

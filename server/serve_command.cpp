@@ -115,6 +115,14 @@ void load_model(ServerContext& ctx, ModelBundle& bundle) {
       rt.preset = preset.name;
       rt.sampling = preset.sampling;
     }
+    for (const auto& [id, bias] : ctx.options().logit_bias) {
+      if (id >= rt.tokenizer->vocab_size())
+        throw Error(ErrorKind::kInvalidArgument, "--logit-bias: token id " + std::to_string(id) +
+                                                     " is not in the vocabulary (" +
+                                                     std::to_string(rt.tokenizer->vocab_size()) + " tokens)");
+      spdlog::info("logit bias for every request: token {} {:+g}", id, bias);
+    }
+    rt.sampling.logit_bias = ctx.options().logit_bias;
     ctx.set_ready(std::move(rt));
     const auto& st = ctx.backend_stats();
     spdlog::info("ready model={} backend={} isa={} n_ctx={}", ctx.model().model_id, st.backend, st.isa,

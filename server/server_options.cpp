@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <cxxopts.hpp>
@@ -64,6 +65,9 @@ void add_flags(cxxopts::Options& o) {
        cxxopts::value<std::string>())
       ("log-format", "text | json: one JSON object per line (default " + d.log_format + ")",
        cxxopts::value<std::string>())
+      ("logit-bias", "ID+BIAS or ID-BIAS: add BIAS (-100..100) to token ID's logit in every request "
+       "(repeatable, or comma-separated; a request's logit_bias adds to these)",
+       cxxopts::value<std::vector<std::string>>())
       ("config", "JSON file of defaults (default: configs/server.json when present)",
        cxxopts::value<std::string>())
       ("h,help", "show this help");
@@ -114,6 +118,11 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
   if (r.count("chat-template")) o.chat_template = r["chat-template"].as<std::string>();
   if (r.count("log-level")) o.log_level = r["log-level"].as<std::string>();
   if (r.count("log-format")) o.log_format = r["log-format"].as<std::string>();
+  if (r.count("logit-bias")) {
+    o.logit_bias.clear();
+    for (const std::string& t : r["logit-bias"].as<std::vector<std::string>>())
+      o.logit_bias.push_back(parse_logit_bias_flag(t, "--logit-bias"));
+  }
 }
 
 }  // namespace
@@ -207,8 +216,33 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "sse_ping_s") take(j, "sse_ping_s", o.sse_ping_s, source);
     else if (k == "allowed_hosts") take(j, "allowed_hosts", o.allowed_hosts, source);
     else if (k == "cors_origins") take(j, "cors_origins", o.cors_origins, source);
+    else if (k == "logit_bias") {
+      // ["151645+5", ...]: the flag's form, so one parser and one set of errors.
+      std::vector<std::string> items;
+      take(j, "logit_bias", items, source);
+      o.logit_bias.clear();
+      for (const std::string& t : items) o.logit_bias.push_back(parse_logit_bias_flag(t, source + ": logit_bias"));
+    }
     else throw Error(ErrorKind::kInvalidArgument, source + ": unknown key '" + k + "'");
   }
+}
+
+std::pair<int, float> parse_logit_bias_flag(const std::string& text, const std::string& what) {
+  const size_t sign = text.find_first_of("+-");
+  auto bad = [&] {
+    return Error(ErrorKind::kInvalidArgument,
+                 what + " must be ID+BIAS or ID-BIAS (a token id, a bias in [-100, 100]), got '" + text + "'");
+  };
+  if (sign == 0 || sign == std::string::npos || sign > 10) throw bad();
+  for (size_t i = 0; i < sign; ++i)
+    if (text[i] < '0' || text[i] > '9') throw bad();
+  const long long id = std::stoll(text.substr(0, sign));
+  char* end = nullptr;
+  const std::string number = text.substr(sign);  // keeps the sign
+  const double bias = std::strtod(number.c_str(), &end);
+  if (id > std::numeric_limits<int>::max() || end == number.c_str() || *end != '\0' || !(bias >= -100.0 && bias <= 100.0))
+    throw bad();
+  return {static_cast<int>(id), static_cast<float>(bias)};
 }
 
 void validate_options(const ServerOptions& o) {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace anelm::server {
@@ -44,7 +45,14 @@ struct ServerOptions {
   int sse_ping_s = 5;                  // ": ping" keep-alive comment interval while streaming (agents time out)
   std::vector<std::string> allowed_hosts;  // Host header names accepted besides loopback and --host
   std::vector<std::string> cors_origins;   // Origins allowed by CORS; empty: no CORS headers
+  // --logit-bias ID(+|-)BIAS, repeatable: added to every request's sampling (a request's own
+  // logit_bias entries add to these and win per id), as llama-server's --logit-bias.
+  std::vector<std::pair<int, float>> logit_bias;
 };
+
+// "ID+BIAS" / "ID-BIAS" (llama.cpp's form) -> (id, bias); bias in [-100, 100]. Throws
+// anelm::Error(kInvalidArgument) naming `what` and the text.
+std::pair<int, float> parse_logit_bias_flag(const std::string& text, const std::string& what);
 
 struct ParsedServerArgs {
   ServerOptions options;

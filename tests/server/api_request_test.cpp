@@ -220,6 +220,17 @@ TEST(ApiRequest, AgentMessageShapesAreAccepted) {
   EXPECT_EQ(named.tool_choice.name, "f");
 }
 
+TEST(ApiRequest, LogitBiasAddsToTheServerDefaults) {
+  engine::SamplingParams defaults;
+  defaults.logit_bias = {{151645, 5.0f}, {9, 1.0f}};
+  using Bias = std::vector<std::pair<int, float>>;
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(parse_chat_request("{" + msgs + "}", defaults).gen.sampling.logit_bias, defaults.logit_bias);
+  EXPECT_EQ(parse_chat_request("{" + msgs + R"(,"logit_bias":{"9":-3,"4":2}})", defaults).gen.sampling.logit_bias,
+            (Bias{{151645, 5.0f}, {9, -3.0f}, {4, 2.0f}}));
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})", defaults).gen.sampling.logit_bias, defaults.logit_bias);
+}
+
 TEST(ApiRequest, LogitBiasParsing) {
   auto r = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"15":-100,"7":2.5}})");
   ASSERT_EQ(r.gen.sampling.logit_bias.size(), 2u);

@@ -144,7 +144,7 @@ TEST(FinishSemantics, StopStringsNeverCutAToolCall) {
   // Stop strings that match in the markup, or before it: a call is never cut.
   const std::vector<std::string> inside = {"{", "\"", "Paris", "\": ", "}", "call>", ">\n{", "\n", "</tool_call>",
                                            "_call", "arguments", "<", "<tool"};
-  for (const std::string& choice : {"auto", "required"}) {
+  for (const std::string choice : {"auto", "required"}) {
     for (const std::string& stop : inside) {
       for (bool stream : {false, true}) {
         json req = tools_request(choice);
@@ -191,7 +191,7 @@ TEST(FinishSemantics, StopStringsNeverCutAJsonSchemaReply) {
     "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": {"type": "object",
       "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
                      "n": {"type": "integer"}}, "required": ["name", "tags", "n"]}}}})");
-  for (const std::string& stop : {",", "\"", "Ada", "]", "}", "1"}) {
+  for (const std::string stop : {",", "\"", "Ada", "]", "}", "1"}) {
     for (bool stream : {false, true}) {
       req["stop"] = stop;
       const Answer a = ask(s, req, stream);

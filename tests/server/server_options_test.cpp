@@ -58,6 +58,28 @@ TEST(ServerOptions, ParallelFromConfigAndFlagValidated) {
   }
 }
 
+TEST(ServerOptions, LogitBiasFromFlagAndConfig) {
+  using Bias = std::vector<std::pair<int, float>>;
+  const std::string empty = write_config("{}");
+  EXPECT_TRUE(parse({"--config", empty}).options.logit_bias.empty());
+  EXPECT_EQ(parse({"--config", empty, "--logit-bias", "151645+5", "--logit-bias", "7-2.5"}).options.logit_bias,
+            (Bias{{151645, 5.0f}, {7, -2.5f}}));
+  EXPECT_EQ(parse({"--config", empty, "--logit-bias", "1+100,2-100"}).options.logit_bias, (Bias{{1, 100.0f}, {2, -100.0f}}));
+  const std::string cfg = write_config(R"({"logit_bias": ["3+1.5"]})");
+  EXPECT_EQ(parse({"--config", cfg}).options.logit_bias, (Bias{{3, 1.5f}}));
+  EXPECT_EQ(parse({"--config", cfg, "--logit-bias", "4-1"}).options.logit_bias, (Bias{{4, -1.0f}}));  // the flag wins
+  for (const char* bad : {"151645", "+5", "x+5", "5+", "5+x", "5+101", "5-100.5", "5+nan", "5+1e999", "99999999999+1"}) {
+    try {
+      parse({"--config", empty, "--logit-bias", bad});
+      ADD_FAILURE() << "--logit-bias " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--logit-bias must be ID+BIAS"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parse({"--config", write_config(R"({"logit_bias": ["1*2"]})")}), Error);
+  EXPECT_THROW(parse({"--config", write_config(R"({"logit_bias": {"1": 2}})")}), Error);
+}
+
 TEST(ServerOptions, CliOverridesConfigOverridesDefaults) {
   std::string cfg = write_config(R"({"port": 9000, "max_queue": 3, "threads": 2, "_comment": "x"})");
   auto p = parse({"--config", cfg, "--port", "9100", "--model", "m"});
