@@ -1,5 +1,9 @@
 // JSON Schema -> GBNF: per keyword, texts that must be accepted and texts that must be refused;
 // unsupported keywords are refused with their name and path.
+#include <algorithm>
+#include <random>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "grammar/grammar.h"
@@ -112,6 +116,47 @@ TEST(JsonSchema, ObjectsRequiredOptionalAndOrder) {
          {R"({"b":2,"a":1})", R"({"a":1,"a":1})"}});
   // Property names needing escapes.
   check({R"({"type":"object","properties":{"q\"k":{"type":"null"}},"required":["q\"k"]})", {R"({"q\"k":null})"}, {R"({"qk":null})"}});
+}
+
+// Objects of more than 64 members take the bucketed grammar (json_schema.cpp bucketed_object). Its
+// language must be the plain chain's: members in declaration order, each at most once, every
+// required one present, extras only after them. Checked against that rule written out here, on
+// random member subsets (in order, shuffled, repeated) of a 150-member object with required members
+// at the start, in the middle, at a bucket edge and last, with and without extras.
+TEST(JsonSchema, ManyMembersKeepOrderRequiredAndUniqueness) {
+  const int n = 150;
+  const std::set<int> required = {0, 37, 48, 95, 149};  // bucket size 16: 48 starts a bucket
+  for (bool extras : {false, true}) {
+    json props = json::object(), req = json::array();
+    for (int i = 0; i < n; ++i) {
+      testing::append_member(props, "k" + std::to_string(i), json{{"type", "integer"}});
+      if (required.count(i)) req.push_back("k" + std::to_string(i));
+    }
+    json schema = {{"type", "object"}, {"properties", props}, {"required", req}};
+    schema["additionalProperties"] = extras ? json{{"type", "string"}} : json(false);
+    const std::string gbnf = json_schema_to_gbnf(schema);
+    ASSERT_NE(gbnf.find("-enter ::="), std::string::npos) << "not bucketed";
+    std::shared_ptr<const Grammar> g;
+    ASSERT_NO_THROW(g = parse_gbnf(gbnf));
+    std::mt19937 rng(99 + extras);
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<int> keys;
+      for (int i = 0; i < n; ++i)
+        if (required.count(i) || rng() % 4 == 0) keys.push_back(i);
+      const int mutation = static_cast<int>(rng() % 5);  // 0, 1: as is; 2: drop one; 3: swap two; 4: repeat one
+      if (mutation == 2) keys.erase(keys.begin() + static_cast<long>(rng() % keys.size()));
+      if (mutation == 3) std::swap(keys[rng() % keys.size()], keys[rng() % keys.size()]);
+      if (mutation == 4) keys.insert(keys.begin() + static_cast<long>(rng() % keys.size()), keys[rng() % keys.size()]);
+      bool valid = std::is_sorted(keys.begin(), keys.end()) && std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+      for (int r : required) valid = valid && std::count(keys.begin(), keys.end(), r) == 1;
+      std::string text = "{";
+      for (int k : keys) text += (text.size() > 1 ? ",\"k" : "\"k") + std::to_string(k) + "\":" + std::to_string(k);
+      const bool extra = rng() % 3 == 0;
+      if (extra) text += ",\"zz\":\"v\"";
+      text += "}";
+      EXPECT_EQ(testing::matches(g, text), valid && (!extra || extras)) << text;
+    }
+  }
 }
 
 TEST(JsonSchema, AdditionalProperties) {
