@@ -9,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/json_body.h"
+#include "server/json_fields.h"
 #include "server/http_policy.h"
 
 namespace anelm::server {
@@ -30,67 +31,20 @@ constexpr int kMaxTokensCap = 1 << 20;
 
 // ---- field access -----------------------------------------------------------------------------
 
-std::string at(const std::string& where, const char* key) { return where.empty() ? key : where + "." + key; }
 std::string at(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
-
-const json* field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::string get_string(const json& j, const char* key, const std::string& where, bool required) {
-  const json* v = field(j, key);
-  if (!v) {
-    if (required) throw invalid_field(at(where, key), at(where, key) + " is required");
-    return {};
-  }
-  if (!v->is_string()) throw invalid_field(at(where, key), at(where, key) + " must be a string");
-  return v->get<std::string>();
-}
-
-bool get_bool(const json& j, const char* key, const std::string& where, bool dflt) {
-  const json* v = field(j, key);
-  if (!v) return dflt;
-  if (!v->is_boolean()) throw invalid_field(at(where, key), at(where, key) + " must be a boolean");
-  return v->get<bool>();
-}
-
-std::optional<int64_t> get_int(const json& j, const char* key, int64_t lo, int64_t hi) {
-  const json* v = field(j, key);
-  if (!v) return std::nullopt;
-  const bool integral = v->is_number_integer() ||
-                        (v->is_number_float() && std::isfinite(v->get<double>()) &&
-                         std::floor(v->get<double>()) == v->get<double>());
-  if (!integral) throw invalid_field(key, std::string(key) + " must be an integer");
-  const double d = v->get<double>();  // exact enough for a range check of these small bounds
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    throw invalid_field(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return static_cast<int64_t>(d);
-}
-
-std::optional<float> get_number(const json& j, const char* key, double lo, double hi) {
-  const json* v = field(j, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) throw invalid_field(key, std::string(key) + " must be a number");
-  const double d = v->get<double>();
-  if (!std::isfinite(d) || d < lo || d > hi)
-    throw invalid_field(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return static_cast<float>(d);
-}
 
 const std::string& block_type(const json& block, const std::string& where) {
   if (!block.is_object()) throw invalid_field(where, where + " must be an object");
   const json* t = field(block, "type");
-  if (!t || !t->is_string()) throw invalid_field(at(where, "type"), at(where, "type") + " must be a string");
+  if (!t || !t->is_string()) throw invalid_field(field_path(where, "type"), field_path(where, "type") + " must be a string");
   return t->get_ref<const std::string&>();
 }
 
 [[noreturn]] void unsupported_block(const std::string& type, const std::string& where) {
   if (type == "image" || type == "document" || type == "search_result" || type == "container_upload")
-    throw invalid_field(at(where, "type"), at(where, "type") + ": '" + type +
+    throw invalid_field(field_path(where, "type"), field_path(where, "type") + ": '" + type +
                                                "' content is not supported by this server (text only)");
-  throw invalid_field(at(where, "type"), at(where, "type") + ": unsupported content block type '" + type + "'");
+  throw invalid_field(field_path(where, "type"), field_path(where, "type") + ": unsupported content block type '" + type + "'");
 }
 
 // Joins non-empty texts with `sep`.
@@ -133,11 +87,11 @@ class Conversation {
     if (!m.is_object()) throw invalid_field(where, where + " must be an object");
     const std::string role = get_string(m, "role", where, true);
     const json* content = field(m, "content");
-    if (!content) throw invalid_field(at(where, "content"), at(where, "content") + " is required");
-    if (role == "system") add_system(text_content(*content, at(where, "content")));
-    else if (role == "user") add_user(*content, at(where, "content"));
-    else if (role == "assistant") add_assistant(*content, at(where, "content"));
-    else throw invalid_field(at(where, "role"), at(where, "role") + " must be user, assistant or system, got '" + role + "'");
+    if (!content) throw invalid_field(field_path(where, "content"), field_path(where, "content") + " is required");
+    if (role == "system") add_system(text_content(*content, field_path(where, "content")));
+    else if (role == "user") add_user(*content, field_path(where, "content"));
+    else if (role == "assistant") add_assistant(*content, field_path(where, "content"));
+    else throw invalid_field(field_path(where, "role"), field_path(where, "role") + " must be user, assistant or system, got '" + role + "'");
   }
 
  private:
@@ -170,9 +124,9 @@ class Conversation {
   json tool_result(const json& b, const std::string& where) {
     const std::string id = get_string(b, "tool_use_id", where, true);
     std::string text;
-    if (const json* content = field(b, "content")) text = text_content(*content, at(where, "content"));
+    if (const json* content = field(b, "content")) text = text_content(*content, field_path(where, "content"));
     // The model would otherwise not know the call failed.
-    if (get_bool(b, "is_error", where, false)) text = "Error: " + text;
+    if (get_bool(b, "is_error", false, where)) text = "Error: " + text;
     // Keys in the chat parser's order (role, content, name, tool_call_id): the same prompt either way.
     json out = {{"role", "tool"}, {"content", text}};
     if (auto it = tool_names_.find(id); it != tool_names_.end()) out["name"] = it->second;
@@ -204,7 +158,7 @@ class Conversation {
         const std::string id = get_string(c[i], "id", w, true);
         const std::string name = get_string(c[i], "name", w, true);
         const json* input = field(c[i], "input");
-        if (input && !input->is_object()) throw invalid_field(at(w, "input"), at(w, "input") + " must be an object");
+        if (input && !input->is_object()) throw invalid_field(field_path(w, "input"), field_path(w, "input") + " must be an object");
         calls.push_back({{"type", "function"},
                          {"function", {{"name", name}, {"arguments", input ? *input : json::object()}}},
                          {"id", id}});
@@ -248,17 +202,17 @@ Tools parse_tools(const json& j) {
       continue;
     }
     if (name.empty() || name.size() > kMaxToolName)
-      throw invalid_field(at(w, "name"), at(w, "name") + " must have 1 to " + std::to_string(kMaxToolName) + " characters");
+      throw invalid_field(field_path(w, "name"), field_path(w, "name") + " must have 1 to " + std::to_string(kMaxToolName) + " characters");
     for (const json& prev : out.openai)
-      if (prev["function"]["name"] == name) throw invalid_field(at(w, "name"), "duplicate tool name '" + name + "'");
+      if (prev["function"]["name"] == name) throw invalid_field(field_path(w, "name"), "duplicate tool name '" + name + "'");
     json fn = {{"name", name}};
     if (const json* d = field(tool, "description")) {
-      if (!d->is_string()) throw invalid_field(at(w, "description"), at(w, "description") + " must be a string");
+      if (!d->is_string()) throw invalid_field(field_path(w, "description"), field_path(w, "description") + " must be a string");
       fn["description"] = *d;
     }
     const json* schema = field(tool, "input_schema");
     if (schema && !schema->is_object())
-      throw invalid_field(at(w, "input_schema"), at(w, "input_schema") + " must be a JSON Schema object");
+      throw invalid_field(field_path(w, "input_schema"), field_path(w, "input_schema") + " must be a JSON Schema object");
     fn["parameters"] = schema ? *schema : json{{"type", "object"}, {"properties", json::object()}};
     out.openai.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
@@ -271,7 +225,7 @@ ToolChoice parse_tool_choice(const json& j, const Tools& tools, bool& parallel) 
   if (!v) return tc;
   if (!v->is_object()) throw invalid_field("tool_choice", "tool_choice must be an object");
   const std::string type = get_string(*v, "type", "tool_choice", true);
-  parallel = !get_bool(*v, "disable_parallel_tool_use", "tool_choice", false);
+  parallel = !get_bool(*v, "disable_parallel_tool_use", false, "tool_choice");
   if (type == "auto") {
     tc.kind = ToolChoice::Kind::kAuto;
   } else if (type == "none") {
@@ -367,7 +321,7 @@ GenerationFields parse_generation(const json& j, const engine::SamplingParams& d
   }
   if (auto v = get_int(j, "top_k", 0, 1 << 20)) g.sampling.top_k = static_cast<int>(*v);
   g.stop = parse_stop_sequences(j);
-  g.stream = get_bool(j, "stream", "", false);
+  g.stream = get_bool(j, "stream", false);
   parse_output_config(j, g);
   return g;
 }

@@ -11,6 +11,7 @@
 #include "engine/json_depth.h"
 #include "server/api_error.h"
 #include "server/json_body.h"
+#include "server/json_fields.h"
 
 namespace anelm::server {
 
@@ -31,53 +32,6 @@ constexpr size_t kMaxGrammarBytes = 64 * 1024;
 constexpr int kMaxRequestDepth = 128;  // tool schemas nest a few dozen levels at most
 
 json parse_object(std::string_view body) { return parse_json_body(body, kMaxRequestDepth); }
-
-// The field if present and not null.
-const json* field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-bool get_bool(const json& j, const char* name, bool dflt) {
-  const json* v = field(j, name);
-  if (!v) return dflt;
-  if (!v->is_boolean()) throw invalid_field(name, std::string(name) + " must be a boolean");
-  return v->get<bool>();
-}
-
-std::optional<int64_t> get_int(const json& j, const char* name, int64_t lo, int64_t hi) {
-  const json* v = field(j, name);
-  if (!v) return std::nullopt;
-  if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
-    throw invalid_field(name, std::string(name) + " must be an integer");
-  if (v->is_number_float()) {
-    double d = v->get<double>();
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-      throw invalid_field(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " +
-                                    std::to_string(hi) + "]");
-    return static_cast<int64_t>(d);
-  }
-  bool neg = v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() < 0;
-  if (!neg && v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
-    throw invalid_field(name, std::string(name) + " must be at most " + std::to_string(hi));
-  int64_t x = v->get<int64_t>();
-  if (x < lo || x > hi)
-    throw invalid_field(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " +
-                                  std::to_string(hi) + "], got " + std::to_string(x));
-  return x;
-}
-
-std::optional<float> get_number(const json& j, const char* name, double lo, double hi) {
-  const json* v = field(j, name);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) throw invalid_field(name, std::string(name) + " must be a number");
-  double d = v->get<double>();
-  if (!std::isfinite(d) || d < lo || d > hi)
-    throw invalid_field(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " +
-                                  std::to_string(hi) + "]");
-  return static_cast<float>(d);
-}
 
 std::vector<std::string> parse_stop(const json& j) {
   const json* v = field(j, "stop");

@@ -4,6 +4,7 @@
 
 #include "engine/json_depth.h"
 #include "server/json_body.h"
+#include "server/json_fields.h"
 
 namespace anelm::server {
 
@@ -26,23 +27,6 @@ ApiError bad(const std::string& param, const std::string& message) { return inva
 void note(ResponsesRequest& r, std::string what) {
   constexpr size_t kMaxNotes = 64;
   if (r.ignored.size() < kMaxNotes) r.ignored.push_back(std::move(what));
-}
-
-const json* field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::string get_string(const json& j, const char* key, const std::string& where, bool required) {
-  const json* v = field(j, key);
-  const std::string path = where.empty() ? key : where + "." + key;
-  if (!v) {
-    if (required) throw bad(path, path + " is required");
-    return {};
-  }
-  if (!v->is_string()) throw bad(path, path + " must be a string");
-  return v->get<std::string>();
 }
 
 const json* get_array(const json& j, const char* key, const std::string& path, size_t max) {
@@ -339,13 +323,6 @@ void parse_metadata(const json& j) {
     if (!value.is_string() || value.get<std::string>().size() > kMaxMetadataValue)
       throw bad("metadata." + key, "metadata." + key + " must be a string of at most 512 characters");
   }
-}
-
-bool get_bool(const json& j, const char* key, bool dflt) {
-  const json* v = field(j, key);
-  if (!v) return dflt;
-  if (!v->is_boolean()) throw bad(key, std::string(key) + " must be a boolean");
-  return v->get<bool>();
 }
 
 // Sampling fields: type-checked here, ranges checked by the chat parser (same names).
