@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "grammar/json_int_range.h"
+#include "grammar/json_number_range.h"
 #include "grammar/json_pattern.h"
 #include "grammar/json_primitives.h"
 
@@ -674,19 +675,51 @@ class SchemaWalker {
     return int_range_gbnf(lo, hi);
   }
 
-  std::string number(const json& s, const std::string& path) {
-    // Bounds on non-integers are not expressed; a number whose bounds are whole numbers with no
-    // upper bound and a lower bound of 0 is (non-negative numbers), the common case in tools.
-    bool bounded = false;
-    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) bounded = bounded || member(s, k);
-    if (!bounded) return need_primitive(out_, "json-number");
-    const json* mn = member(s, "minimum");
-    if (mn && mn->is_number() && mn->get<double>() == 0 && !member(s, "maximum") && !member(s, "exclusiveMinimum") &&
-        !member(s, "exclusiveMaximum")) {
-      need_primitive(out_, "json-number");
-      return "( ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )? )";
+  // A decimal bound from minimum / maximum / exclusive* (draft-4 boolean flags too), exact: the
+  // number's own text is read, never a double.
+  std::optional<DecimalBound> decimal_bound(const json& s, const char* key, bool lower, const std::string& path) {
+    const json* v = member(s, key);
+    if (!v || v->is_boolean()) return std::nullopt;
+    if (!v->is_number()) {
+      relax(std::string("'") + key + "' must be a number", path + "/" + key);
+      return std::nullopt;
     }
-    relax("'minimum'/'maximum' on type 'number' are unsupported (only on 'integer')", path);
+    auto d = parse_decimal(v->dump());
+    if (!d) {
+      relax(std::string("'") + key + "' has more digits than a range grammar supports", path + "/" + key);
+      return std::nullopt;
+    }
+    const json* flag = member(s, lower ? "exclusiveMinimum" : "exclusiveMaximum");
+    const bool exclusive = std::string(key).rfind("exclusive", 0) == 0 || (flag && flag->is_boolean() && flag->get<bool>());
+    return DecimalBound{*d, exclusive};
+  }
+
+  // Signed order of two bounds' values; an exclusive bound is the tighter of two equal ones.
+  static int compare(const DecimalBound& a, const DecimalBound& b) {
+    if (a.value.negative != b.value.negative) return a.value.negative ? -1 : 1;
+    int c = a.value.integer != b.value.integer ? (a.value.integer < b.value.integer ? -1 : 1)
+            : a.value.fraction == b.value.fraction ? 0 : (a.value.fraction < b.value.fraction ? -1 : 1);
+    return a.value.negative ? -c : c;
+  }
+
+  std::string number(const json& s, const std::string& path) {
+    std::optional<DecimalBound> lo, hi;
+    for (const char* k : {"minimum", "exclusiveMinimum"}) {
+      if (auto b = decimal_bound(s, k, true, path)) {
+        const int c = lo ? compare(*b, *lo) : 1;
+        if (c > 0 || (c == 0 && b->exclusive)) lo = b;
+      }
+    }
+    for (const char* k : {"maximum", "exclusiveMaximum"}) {
+      if (auto b = decimal_bound(s, k, false, path)) {
+        const int c = hi ? compare(*b, *hi) : -1;
+        if (c < 0 || (c == 0 && b->exclusive)) hi = b;
+      }
+    }
+    if (!lo && !hi) return need_primitive(out_, "json-number");
+    // Bounded numbers are written without an exponent (1e3 as 1000).
+    if (auto g = number_range_gbnf(lo, hi)) return *g;
+    relax("number range is empty", path);
     return need_primitive(out_, "json-number");
   }
 
