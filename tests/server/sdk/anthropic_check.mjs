@@ -8,7 +8,7 @@
 // grammar-forced tool calls, stop sequences, determinism at temperature 0 / top_k 1, errors).
 //
 // Usage: node anthropic_check.mjs BASE_URL   (BASE_URL like http://127.0.0.1:8080/v1). Prints 'N passed, M failed'.
-import { check, assert, eq, finish } from './harness.mjs';
+import { check, assert, eq, deepEq, finish, validWeather, WEATHER } from './harness.mjs';
 import Anthropic from '@anthropic-ai/sdk';
 
 const baseURL = process.argv[2];
@@ -21,22 +21,8 @@ const rootURL = baseURL.replace(/\/v1\/?$/, '');
 const client = new Anthropic({ baseURL: rootURL, apiKey: process.env.ANELM_API_KEY || 'none', maxRetries: 0, timeout: 120000 });
 const model = 'anelm';
 
-function deepEq(a, b, what) {
-  eq(JSON.stringify(a), JSON.stringify(b), what);
-}
-
 const GREEDY = { temperature: 0, top_k: 1 };
 const ASK = [{ role: 'user', content: 'What is the weather in Paris for the next 3 days?' }];
-const WEATHER = {
-  type: 'object',
-  properties: {
-    city: { type: 'string', maxLength: 12 },
-    unit: { type: 'string', enum: ['c', 'f'] },
-    days: { type: 'integer', minimum: 1, maximum: 7 },
-  },
-  required: ['city', 'unit', 'days'],
-  additionalProperties: false,
-};
 const TOOLS = [
   { name: 'get_weather', description: 'Weather forecast for a city.', input_schema: WEATHER },
   { name: 'get_time', description: 'Current time.', input_schema: { type: 'object', properties: {} } },
@@ -59,14 +45,6 @@ const textOf = (m) => m.content.filter((b) => b.type === 'text').map((b) => b.te
 const answer = (m) => ({ type: m.type, role: m.role, model: m.model, content: m.content, stop_reason: m.stop_reason,
   stop_sequence: m.stop_sequence, prompt: m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0),
   output_tokens: m.usage.output_tokens });
-
-function validWeather(input, what) {
-  assert(input && typeof input === 'object' && !Array.isArray(input), `${what}: input ${JSON.stringify(input)}`);
-  deepEq(Object.keys(input).sort(), ['city', 'days', 'unit'], `${what} keys`);
-  assert(typeof input.city === 'string' && [...input.city].length <= 12, `${what}.city ${JSON.stringify(input.city)}`);
-  assert(['c', 'f'].includes(input.unit), `${what}.unit ${input.unit}`);
-  assert(Number.isInteger(input.days) && input.days >= 1 && input.days <= 7, `${what}.days ${input.days}`);
-}
 
 let plain = null;
 await check('anthropic: messages.create (Message object, usage == countTokens)', async () => {

@@ -9,7 +9,7 @@
 // would say.
 //
 // Usage: node responses_check.mjs BASE_URL   (BASE_URL like http://127.0.0.1:8080/v1).
-import { check, assert, eq, finish } from './harness.mjs';
+import { check, assert, eq, deepEq, finish, validWeather, WEATHER } from './harness.mjs';
 import OpenAI from 'openai';
 
 const baseURL = process.argv[2];
@@ -20,38 +20,19 @@ if (!baseURL) {
 const client = new OpenAI({ baseURL, apiKey: process.env.ANELM_API_KEY || 'none', maxRetries: 0, timeout: 120000 });
 let model = 'anelm';
 
-function deepEq(a, b, what) {
-  eq(JSON.stringify(a), JSON.stringify(b), what);
-}
-
-const WEATHER = {
-  type: 'object',
-  properties: {
-    city: { type: 'string', maxLength: 12 },
-    unit: { type: 'string', enum: ['c', 'f'] },
-    days: { type: 'integer', minimum: 1, maximum: 7 },
-  },
-  required: ['city', 'unit', 'days'],
-  additionalProperties: false,
-};
 const weatherTool = { type: 'function', name: 'get_weather', description: 'Weather forecast for a city.', parameters: WEATHER, strict: true };
 const FORCE = { type: 'function', name: 'get_weather' };
 const ASK = 'What is the weather in Paris for the next 3 days?';
 
-// The checks the WEATHER schema needs (the grammar enforces them; this is the independent check).
-function validWeather(args, what) {
+// Function-call arguments are JSON text: parsed, then checked against WEATHER.
+function validWeatherArgs(args, what) {
   let v;
   try {
     v = JSON.parse(args);
   } catch (e) {
     throw new Error(`${what}: arguments are not JSON: ${JSON.stringify(args)}`);
   }
-  assert(v && typeof v === 'object' && !Array.isArray(v), `${what}: not an object`);
-  deepEq(Object.keys(v).sort(), ['city', 'days', 'unit'], `${what} keys`);
-  assert(typeof v.city === 'string' && [...v.city].length <= 12, `${what}.city ${JSON.stringify(v.city)}`);
-  assert(['c', 'f'].includes(v.unit), `${what}.unit ${JSON.stringify(v.unit)}`);
-  assert(Number.isInteger(v.days) && v.days >= 1 && v.days <= 7, `${what}.days ${v.days}`);
-  return v;
+  return validWeather(v, what);
 }
 
 function checkResponse(r, what) {
@@ -146,7 +127,7 @@ await check('forced function call: a complete, schema-valid function_call item (
   eq(c.name, 'get_weather', 'name');
   eq(c.status, 'completed', 'item status');
   assert(c.id.startsWith('fc_') && typeof c.call_id === 'string' && c.call_id.length > 0, `ids ${c.id} ${c.call_id}`);
-  validWeather(c.arguments, 'arguments');
+  validWeatherArgs(c.arguments, 'arguments');
 
   const stream = client.responses.stream(params);
   let args = '';

@@ -9,7 +9,7 @@
 // integer ranges) so that a constrained answer always completes well inside max_tokens.
 //
 // Usage: node tools_check.mjs BASE_URL   (BASE_URL like http://127.0.0.1:8080/v1). Prints 'N passed, M failed'.
-import { check, assert, eq, finish } from './harness.mjs';
+import { check, assert, eq, deepEq, finish, WEATHER } from './harness.mjs';
 import OpenAI from 'openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { HumanMessage, AIMessage, ToolMessage } from '@langchain/core/messages';
@@ -25,10 +25,6 @@ if (!baseURL) {
 const apiKey = process.env.ANELM_API_KEY || 'none';
 const rootURL = baseURL.replace(/\/v1\/?$/, '');  // /apply-template lives at the root, as in llama-server
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120000 });
-
-function deepEq(a, b, what) {
-  eq(JSON.stringify(a), JSON.stringify(b), what);
-}
 
 // ---- A validator for the JSON Schema subset these checks use -------------------------------------
 // type (object, string, integer, number, boolean), properties, required, additionalProperties: false,
@@ -155,16 +151,6 @@ function jsonObjectPrefix(s) {
 }
 
 // ---- Schemas and tools -----------------------------------------------------------------------------
-const WEATHER = {
-  type: 'object',
-  properties: {
-    city: { type: 'string', maxLength: 12 },
-    unit: { type: 'string', enum: ['c', 'f'] },
-    days: { type: 'integer', minimum: 1, maximum: 7 },
-  },
-  required: ['city', 'unit', 'days'],
-  additionalProperties: false,
-};
 const TIME = {
   type: 'object',
   properties: { zone: { type: 'string', enum: ['utc', 'cet', 'pst'] }, exact: { type: 'boolean' } },
