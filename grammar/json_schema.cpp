@@ -11,6 +11,7 @@
 
 #include "grammar/json_int_range.h"
 #include "grammar/json_number_range.h"
+#include "grammar/json_object_members.h"
 #include "grammar/json_pattern.h"
 #include "grammar/json_primitives.h"
 
@@ -793,12 +794,6 @@ class SchemaWalker {
 
   std::string object(const json& s, const std::string& path, const std::string& hint, int depth) {
     need_primitive(out_, "ws");
-    struct Prop {
-      std::string key;
-      std::string rule;
-      bool required;
-      std::string body;  // the rule's text: `"key" ws ":" ws value`
-    };
     std::unordered_set<std::string> required;
     std::vector<std::string> required_order;
     if (const json* r = member(s, "required")) {
@@ -809,7 +804,7 @@ class SchemaWalker {
           else if (required.insert(x.get<std::string>()).second) required_order.push_back(x.get<std::string>());
         }
     }
-    std::vector<Prop> props;
+    std::vector<ObjectMember> props;
     std::unordered_set<std::string> declared;
     const json* properties = member(s, "properties");
     if (properties && !properties->is_object()) {
@@ -852,86 +847,15 @@ class SchemaWalker {
       std::string kv = define(child_hint(hint, r) + "-kv", body);
       props.push_back({r, kv, true, std::move(body)});
     }
-    const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
+    const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const ObjectMember& p) { return p.required; }));
     if (const json* mp = member(s, "minProperties"); mp && !(mp->is_number_integer() && mp->get<int64_t>() <= static_cast<int64_t>(n_required)))
       relax("'minProperties' above the number of required properties is unsupported", path + "/minProperties");
     if (const json* mp = member(s, "maxProperties"); mp && !(mp->is_number_integer() && !extra && mp->get<int64_t>() >= static_cast<int64_t>(props.size())))
       relax("'maxProperties' below the number of allowed properties is unsupported", path + "/maxProperties");
     std::string extra_kv;
     if (extra) extra_kv = define(hint + "-extra-kv", need_primitive(out_, "json-string") + " ws \":\" ws " + *extra);
-    // Members in declaration order, required ones present, optional ones skippable, extras last.
-    // rest[i]: members i.. after at least one member was written (each starts with a comma);
-    // first[i]: a non-empty run of members i.. with nothing written before.
-    size_t n = props.size();
-    std::vector<std::string> rest(n + 1), first(n + 1);
-    rest[n] = extra ? define(hint + "-rest", "( ws \",\" ws " + extra_kv + " )*") : "";
-    if (extra) first[n] = define(hint + "-first", extra_kv + " " + rest[n]);
-    if (n > kBucketedFrom) return bucketed_object(props, rest[n], first[n], n_required, hint);
-    for (size_t i = n; i-- > 0;) {
-      tick();
-      const Prop& p = props[i];
-      std::string after = rest[i + 1].empty() ? "" : " " + rest[i + 1];
-      std::string sep = "ws \",\" ws " + p.rule;
-      rest[i] = define(hint + "-rest", (p.required ? sep : "( " + sep + " )?") + after);
-      std::string with = p.rule + after;
-      first[i] = define(hint + "-first", p.required || first[i + 1].empty() ? with : with + " | " + first[i + 1]);
-    }
-    return object_rule(first[0], n_required, hint);
-  }
-
-  std::string object_rule(const std::string& first, size_t n_required, const std::string& hint) {
-    if (first.empty()) return define(hint, "\"{\" ws \"}\"");
-    return define(hint, "\"{\" ws " + (n_required ? first + " ws" : "( " + first + " ws )?") + " \"}\"");
-  }
-
-  // Objects of more than this many declared members are written in buckets (bucketed_object).
-  static constexpr size_t kBucketedFrom = 64;
-
-  // The same language as object()'s member chain (declaration order, required members present,
-  // extras last), for many members. In the plain chain every member that may come next is a live
-  // parse stack of its own, so after `{` or a member of a 2,000-property object the matcher advanced
-  // ~2,000 stacks per byte (31% of a decode step in masks). Here the members are cut into buckets of
-  // about sqrt(n): a bucket is entered through one rule whose alternatives begin with their key
-  // bytes (the grammar builder merges them into one trie), and buckets are chained. The live
-  // stacks are the rest of the current bucket plus one per later bucket: ~2 sqrt(n).
-  template <class Prop>
-  std::string bucketed_object(const std::vector<Prop>& props, const std::string& extra_rest,
-                              const std::string& extra_first, size_t n_required, const std::string& hint) {
-    const size_t n = props.size();
-    const size_t g = std::max<size_t>(16, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(n)))));
-    const size_t q = (n + g - 1) / g;
-    const std::string sep = "ws \",\" ws ";
-    auto then = [](const std::string& rule) { return rule.empty() ? std::string() : " " + rule; };
-    // rest_b[c]: members of buckets c.. after something was written; first_b[c]: a non-empty run
-    // of them with nothing written before; required_from[c]: bucket c or a later one has a required member.
-    std::vector<std::string> rest_b(q + 1), first_b(q + 1);
-    std::vector<bool> required_from(q + 1, false);
-    rest_b[q] = extra_rest;
-    first_b[q] = extra_first;
-    for (size_t c = q; c-- > 0;) {
-      tick();
-      const size_t lo = c * g, hi = std::min(n, lo + g);
-      bool bucket_required = false;
-      for (size_t i = lo; i < hi; ++i) bucket_required = bucket_required || props[i].required;
-      required_from[c] = bucket_required || required_from[c + 1];
-      // Inside the bucket: in[i - lo] = members i.. of the bucket, then the later buckets.
-      std::vector<std::string> in(hi - lo + 1);
-      in[hi - lo] = rest_b[c + 1];
-      for (size_t i = hi; i-- > lo + 1;) {
-        const Prop& p = props[i];
-        in[i - lo] = define(hint + "-rest", (p.required ? sep + p.rule : "( " + sep + p.rule + " )?") + then(in[i + 1 - lo]));
-      }
-      // Entering the bucket at member j skips the ones before it: none of them may be required.
-      std::string enter;
-      for (size_t j = lo; j < hi; ++j) {
-        enter += (enter.empty() ? "" : " | ") + props[j].body + then(in[j + 1 - lo]);
-        if (props[j].required) break;
-      }
-      enter = define(hint + "-enter", enter);
-      first_b[c] = bucket_required || first_b[c + 1].empty() ? enter : define(hint + "-first", enter + " | " + first_b[c + 1]);
-      rest_b[c] = define(hint + "-rest", required_from[c] ? sep + first_b[c] : "( " + sep + first_b[c] + " )?");
-    }
-    return object_rule(first_b[0], n_required, hint);
+    return object_members_gbnf(props, extra_kv, hint, [this](const std::string& h, const std::string& body) { return define(h, body); },
+                               [this] { tick(); });
   }
 
   SchemaConverter& out_;
