@@ -20,7 +20,17 @@ Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n
   proj.assign(B * cfg.d_model, 0.0f);
   gate.assign(B * cfg.d_ff, 0.0f);
   up.assign(B * cfg.d_ff, 0.0f);
-  const int max_cols = std::max({cfg.d_model, cfg.q_dim(), cfg.d_ff});
+  if (cfg.attn_output_gate) q_gate.assign(B * 2 * cfg.q_dim(), 0.0f);
+  if (cfg.recurrent()) {
+    const DeltaNetDims& dn = cfg.deltanet;
+    dn_qkv.assign(B * dn.conv_dim(), 0.0f);
+    dn_conv.assign(B * dn.conv_dim(), 0.0f);
+    dn_z.assign(B * dn.value_dim(), 0.0f);
+    dn_beta.assign(B * dn.n_v_heads, 0.0f);
+    dn_g.assign(B * dn.n_v_heads, 0.0f);
+    dn_out.assign(B * dn.value_dim(), 0.0f);
+  }
+  const int max_cols = std::max({cfg.d_model, cfg.q_dim(), cfg.d_ff, cfg.recurrent() ? cfg.deltanet.value_dim() : 0});
   xq.assign(B * static_cast<size_t>((max_cols + kQBlock - 1) / kQBlock), QBlock8{});
   xk.assign(B * static_cast<size_t>((max_cols + kQKBlock - 1) / kQKBlock), QBlockK{});
   scores.assign(static_cast<size_t>(std::max(n_threads, 1)) * ctx, 0.0f);

@@ -23,8 +23,16 @@ struct Activations {
   std::vector<float> proj;   // [B][d_model] output of wo / w_down before the residual add
   std::vector<float> gate;   // [B][d_ff] gate projection, then silu(gate) * up
   std::vector<float> up;     // [B][d_ff]
-  std::vector<QBlock8> xq;  // [B][max(d_model, q_dim, d_ff) / 32] Q8 activations
-  std::vector<QBlockK> xk;  // [B][max(d_model, q_dim, d_ff) / 256] Q8_K activations (K-quant weights)
+  std::vector<float> q_gate; // [B][2 * q_dim] gated attention's [query | gate] projection (attn_output_gate)
+  // Gated DeltaNet layers (empty without them):
+  std::vector<float> dn_qkv;   // [B][conv_dim] the q|k|v projection, the conv's input
+  std::vector<float> dn_conv;  // [B][conv_dim] after conv + SiLU, then q and k L2-normalised
+  std::vector<float> dn_z;     // [B][value_dim] output gate z
+  std::vector<float> dn_beta;  // [B][n_v_heads] write strength (projection, then sigmoid)
+  std::vector<float> dn_g;     // [B][n_v_heads] alpha projection, then the log-decay g
+  std::vector<float> dn_out;   // [B][value_dim] delta-rule outputs, then gated-normed
+  std::vector<QBlock8> xq;  // [B][max(d_model, q_dim, d_ff, value_dim) / 32] Q8 activations
+  std::vector<QBlockK> xk;  // [B][max(d_model, q_dim, d_ff, value_dim) / 256] Q8_K activations (K-quant weights)
   std::vector<float> scores;         // [threads][ctx] attention scores, one row per thread
   int64_t attn_scratch_floats = 0;   // per thread: kernels::attention_scratch_floats(head_dim)
   std::vector<float> attn_scratch;   // [threads][attn_scratch_floats] attend_causal working set

@@ -32,6 +32,46 @@ std::optional<int> find_token_id(const GgufFile& g, const std::string& key) {
   return static_cast<int>(*v);
 }
 
+// Qwen3.5: which blocks are Gated DeltaNet, and the DeltaNet sizes. block_count includes trailing
+// MTP blocks (nextn_predict_layers), which the forward pass never runs.
+void read_hybrid_layers(const GgufFile& g, const std::string& p, ModelConfig& c) {
+  const int blocks = c.n_layers;
+  const int mtp = find_int32(g, p + "nextn_predict_layers", 0);
+  if (mtp < 0 || mtp >= blocks) {
+    throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': " + p + "nextn_predict_layers = " + std::to_string(mtp) +
+                                        " must be in [0, block_count = " + std::to_string(blocks) + ")");
+  }
+  c.n_layers = blocks - mtp;
+  c.mixers.assign(static_cast<size_t>(c.n_layers), Mixer::kAttention);
+  const std::string key = p + "attention.recurrent_layers";
+  if (g.has(key)) {
+    const std::vector<int64_t> flags = g.get_int_array(key);
+    if (static_cast<int>(flags.size()) != blocks) {
+      throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': " + key + " has " + std::to_string(flags.size()) +
+                                          " entries, expected block_count = " + std::to_string(blocks));
+    }
+    for (int l = 0; l < c.n_layers; ++l) c.mixers[static_cast<size_t>(l)] = flags[static_cast<size_t>(l)] ? Mixer::kDeltaNet : Mixer::kAttention;
+  } else {
+    const int interval = find_int32(g, p + "full_attention_interval", 4);
+    if (interval <= 0) {
+      throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': " + p + "full_attention_interval = " +
+                                          std::to_string(interval) + " must be > 0");
+    }
+    for (int l = 0; l < c.n_layers; ++l) c.mixers[static_cast<size_t>(l)] = (l + 1) % interval ? Mixer::kDeltaNet : Mixer::kAttention;
+  }
+  DeltaNetDims& dn = c.deltanet;
+  dn.conv_kernel = get_int32(g, p + "ssm.conv_kernel");
+  dn.d_k = get_int32(g, p + "ssm.state_size");
+  dn.n_k_heads = get_int32(g, p + "ssm.group_count");
+  dn.n_v_heads = get_int32(g, p + "ssm.time_step_rank");
+  const int inner = get_int32(g, p + "ssm.inner_size");
+  if (dn.n_v_heads <= 0 || inner <= 0 || inner % dn.n_v_heads != 0) {
+    throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': " + p + "ssm.inner_size = " + std::to_string(inner) +
+                                        " must be a positive multiple of ssm.time_step_rank = " + std::to_string(dn.n_v_heads));
+  }
+  dn.d_v = inner / dn.n_v_heads;
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& g) {
@@ -50,9 +90,14 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     c.rope_layout = RopeLayout::kHalf;
     c.qkv_bias = false;
     c.qk_norm = true;
+  } else if (arch == "qwen35") {
+    c.arch = Arch::kQwen35;
+    c.rope_layout = RopeLayout::kHalf;  // IMROPE: for text, NeoX pairs on the rotated dims
+    c.qk_norm = true;
+    c.attn_output_gate = true;
   } else {
     throw Error(ErrorKind::kUnsupported, "GGUF '" + g.path() + "': architecture '" + arch +
-                                             "' is not supported (supported: llama, qwen2, qwen3)");
+                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35)");
   }
   c.name = g.find_string("general.name")
                .value_or(std::filesystem::path(g.path()).stem().string());
@@ -75,6 +120,8 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   } else if (g.has("tokenizer.ggml.tokens")) {
     c.vocab_size = to_int(g, "tokenizer.ggml.tokens", static_cast<int64_t>(g.array_size("tokenizer.ggml.tokens")));
   }
+
+  if (c.arch == Arch::kQwen35) read_hybrid_layers(g, p, c);
 
   c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
   // llama.cpp's pooling types 0-3. Rank (4: a reranker's classifier head) and unknown values leave

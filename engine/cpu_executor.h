@@ -3,9 +3,12 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/kernels/kernels.h"
 #include "engine/layer_executor.h"
+#include "engine/mixers/attention_mixer.h"
+#include "engine/mixers/deltanet_mixer.h"
 #include "engine/model_config.h"
 #include "engine/thread_pool.h"
 #include "engine/weights.h"
@@ -37,13 +40,14 @@ class CpuExecutor final : public LayerExecutor {
   void run_layer(const LayerBatch& batch) override;
 
  private:
-  void attention(const LayerBatch& b);
-
   const ModelConfig& cfg_;
   const ModelWeights& w_;
   ThreadPool& pool_;
   const kernels::KernelTable& k_;
   int64_t inline_macs_;
+  AttentionMixer attention_;
+  DeltaNetMixer deltanet_;
+  std::vector<CpuMixer*> mixers_;  // [n_layers] the mixer of each layer's kind
 };
 
 }  // namespace anelm::engine

@@ -213,7 +213,9 @@ class LocalEngine final : public Engine {
   // Inputs share the scratch cache at distinct bases only on the CPU layers (the ANE programs read
   // each sequence's cache from position 0).
   void make_embedder() {
-    emb_ = std::make_unique<Embedder>(tf_, ctx_, max_batch_, kv_type_, pool_.size(), /*pack=*/!ane_);
+    // Packing puts inputs side by side in one cache; a recurrent state serves one sequence only.
+    emb_ = std::make_unique<Embedder>(tf_, ctx_, max_batch_, kv_type_, pool_.size(),
+                                      /*pack=*/!ane_ && !model_->config.recurrent());
   }
   // Between forward passes (sequences may be running: their KV never points at weights): point the
   // views at the finished background copy.

@@ -63,7 +63,8 @@ struct Generator::Sequence {
 Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads,
                      int64_t prompt_cache_bytes, int n_seqs)
     : tf_(tf), cfg_(tf.config()), ctx_(ctx),
-      pcache_(KvCache(tf.config(), 1, kv_type), cfg_.n_layers, cfg_.n_kv_heads, prompt_cache_bytes),
+      pcache_(KvCache(tf.config(), 1, kv_type), cfg_.n_layers, cfg_.n_kv_heads,
+              cfg_.recurrent() ? 0 : prompt_cache_bytes),
       acts_(tf.config(), max_batch, ctx, n_threads) {
   if (n_seqs < 1 || n_seqs > max_batch) {
     invalid("parallel sequences must be in [1, " + std::to_string(max_batch) + "] (the batch size), got " +
@@ -122,6 +123,13 @@ int Generator::reuse_prefix(Sequence& s, std::span<const int> prompt) {
   const int n_prompt = static_cast<int>(prompt.size());
   const int common = common_prefix(s.cached, prompt);
   int reuse = std::min(common, n_prompt - 1);
+  if (cfg_.recurrent()) {
+    // A recurrent state cannot be cut back: the slot continues only from its very end.
+    const int held = static_cast<int>(s.cached.size());
+    reuse = reuse == held && s.kv.recurrent_pos() == held ? held : 0;
+    s.cached.assign(prompt.begin(), prompt.begin() + reuse);
+    return reuse;
+  }
   if (pcache_.enabled()) {
     if (common < static_cast<int>(s.cached.size()) && static_cast<int>(s.cached.size()) >= kMinCachedPrefix) {
       pcache_.store(s.cached, s.kv);
@@ -333,6 +341,11 @@ std::span<const float> Generator::forward(std::span<const int> tokens, int start
       invalid("forward: token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
               " is out of range [0, " + std::to_string(cfg_.vocab_size) + ")");
     }
+  }
+  if (cfg_.recurrent() && start_pos != 0 && start_pos != s.kv.recurrent_pos()) {
+    invalid("forward: start_pos " + std::to_string(start_pos) + " would cut back the recurrent state of " +
+            std::to_string(s.kv.recurrent_pos()) + " tokens (" + arch_name(cfg_.arch) + "): use 0 or " +
+            std::to_string(s.kv.recurrent_pos()));
   }
   s.cached.resize(static_cast<size_t>(start_pos));
   float* out = nullptr;

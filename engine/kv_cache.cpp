@@ -9,18 +9,30 @@
 
 namespace anelm::engine {
 
+namespace {
+
+int64_t recurrent_state_floats(const ModelConfig& cfg) {
+  const int64_t per_layer = cfg.deltanet.conv_state_floats() + cfg.deltanet.delta_state_floats();
+  return static_cast<int64_t>(cfg.n_layers - cfg.n_attention_layers()) * per_layer;
+}
+
+}  // namespace
+
 int64_t check_kv_fits(const ModelConfig& cfg, int ctx, DType dtype, int n) {
   const int64_t row_bytes = static_cast<int64_t>(cfg.head_dim) * (dtype == DType::kF16 ? 2 : 4);
-  // K and V: 2 x n x n_layers x n_kv_heads x ctx x row_bytes, with every product checked.
+  // K and V: 2 x n x attention layers x n_kv_heads x ctx x row_bytes, with every product checked,
+  // plus the recurrent layers' state (bounded by validate()).
+  const int kv_layers = cfg.n_attention_layers();
+  const int64_t rec = recurrent_state_floats(cfg) * 4;
   int64_t one = 0, all = 0;
-  const bool overflow = cfg.n_layers < 0 || cfg.n_kv_heads < 0 || row_bytes < 0 || n < 1 ||
-                        __builtin_mul_overflow(static_cast<int64_t>(cfg.n_layers), cfg.n_kv_heads, &one) ||
+  const bool overflow = kv_layers < 0 || cfg.n_kv_heads < 0 || row_bytes < 0 || n < 1 ||
+                        __builtin_mul_overflow(static_cast<int64_t>(kv_layers), cfg.n_kv_heads, &one) ||
                         __builtin_mul_overflow(one, static_cast<int64_t>(ctx), &one) ||
-                        __builtin_mul_overflow(one, row_bytes, &one) || __builtin_mul_overflow(one, 2, &one) ||
+                        __builtin_mul_overflow(one, row_bytes, &one) || __builtin_mul_overflow(one, 2, &one) || __builtin_add_overflow(one, rec, &one) ||
                         __builtin_mul_overflow(one, static_cast<int64_t>(n), &all);
   const std::string what = "not enough memory for the KV cache: ";
   const std::string for_ctx = std::string(" for ") + (n > 1 ? "--parallel " + std::to_string(n) + " x " : "") +
-                              "--ctx " + std::to_string(ctx) + " (" + std::to_string(cfg.n_layers) + " layers x " +
+                              "--ctx " + std::to_string(ctx) + " (" + std::to_string(kv_layers) + " layers x " +
                               std::to_string(cfg.n_kv_heads) + " kv heads x head_dim " + std::to_string(cfg.head_dim) +
                               " x " + dtype_name(dtype) + ", K and V)";
   if (overflow) throw Error(ErrorKind::kResourceExhausted, what + "more than 2^63 bytes" + for_ctx);
@@ -42,10 +54,25 @@ KvCache::KvCache(const ModelConfig& cfg, int ctx, DType dtype)
   }
   if (ctx <= 0) throw Error(ErrorKind::kInvalidArgument, "KV cache ctx must be > 0, got " + std::to_string(ctx));
   row_bytes_ = static_cast<int64_t>(cfg.head_dim) * (dtype == DType::kF16 ? 2 : 4);
-  const int64_t both = check_kv_fits(cfg, ctx, dtype, 1);
+  const int64_t rec = recurrent_state_floats(cfg);
+  const int64_t both = check_kv_fits(cfg, ctx, dtype, 1) - rec * 4;
+  slot_.assign(static_cast<size_t>(cfg.n_layers), -1);
+  rec_off_.assign(static_cast<size_t>(cfg.n_layers), -1);
+  conv_floats_ = cfg.deltanet.conv_state_floats();
+  int kv = 0;
+  int64_t off = 0;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    if (cfg.mixer(l) == Mixer::kAttention) {
+      slot_[static_cast<size_t>(l)] = kv++;
+    } else {
+      rec_off_[static_cast<size_t>(l)] = off;
+      off += conv_floats_ + cfg.deltanet.delta_state_floats();
+    }
+  }
   try {
     k_.assign(static_cast<size_t>(both / 2), 0);
     v_.assign(static_cast<size_t>(both / 2), 0);
+    rec_.assign(static_cast<size_t>(rec), 0.0f);
   } catch (const std::bad_alloc&) {
     k_ = {};
     v_ = {};
@@ -62,6 +89,11 @@ KvCache KvCache::copy() const {
   c.dtype_ = dtype_;
   c.k_ = k_;
   c.v_ = v_;
+  c.slot_ = slot_;
+  c.rec_off_ = rec_off_;
+  c.conv_floats_ = conv_floats_;
+  c.rec_ = rec_;
+  c.rec_pos_ = rec_pos_;
   return c;
 }
 

@@ -1,6 +1,7 @@
 // ModelConfig validation (lists every problem at once) and architecture names.
 #include "engine/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -32,8 +33,20 @@ const char* arch_name(Arch a) {
     case Arch::kLlama: return "llama";
     case Arch::kQwen2: return "qwen2";
     case Arch::kQwen3: return "qwen3";
+    case Arch::kQwen35: return "qwen35";
   }
   return "unknown";
+}
+
+const char* mixer_name(Mixer m) { return m == Mixer::kAttention ? "attention" : "deltanet"; }
+
+bool ModelConfig::recurrent() const {
+  return std::find(mixers.begin(), mixers.end(), Mixer::kDeltaNet) != mixers.end();
+}
+
+int ModelConfig::n_attention_layers() const {
+  if (mixers.empty()) return n_layers;
+  return static_cast<int>(std::count(mixers.begin(), mixers.end(), Mixer::kAttention));
 }
 
 const char* pooling_name(Pooling p) {
@@ -94,7 +107,7 @@ void ModelConfig::validate(const std::string& source) const {
   if (head_dim > 0 && head_dim % 2 != 0) p.add("head_dim", head_dim, "must be even for RoPE");
   // Llama and Qwen2 checkpoints always split d_model evenly across the query heads; Qwen3 sets
   // head_dim on its own (Qwen3-0.6B: 16 x 128 = 2048 query columns for d_model 1024).
-  if (arch != Arch::kQwen3 && n_heads > 0 && head_dim > 0 && d_model > 0 && q != d_model) {
+  if (arch != Arch::kQwen3 && arch != Arch::kQwen35 && n_heads > 0 && head_dim > 0 && d_model > 0 && q != d_model) {
     p.add("head_dim", head_dim, "head_dim * n_heads = " + std::to_string(q) +
                                     " must equal d_model = " + std::to_string(d_model));
   }
@@ -119,6 +132,25 @@ void ModelConfig::validate(const std::string& source) const {
     if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
       p.add("eos_id", id, "must be in [0, vocab_size = " + std::to_string(vocab_size) + ")");
     }
+  }
+  if (!mixers.empty() && static_cast<int>(mixers.size()) != n_layers) {
+    p.add("mixers.size", mixers.size(), "must be n_layers = " + std::to_string(n_layers));
+  }
+  if (recurrent()) {
+    const DeltaNetDims& dn = deltanet;
+    in_range("ssm.group_count (DeltaNet key heads)", dn.n_k_heads, L::kMaxHeads);
+    in_range("ssm.time_step_rank (DeltaNet value heads)", dn.n_v_heads, L::kMaxHeads);
+    in_range("ssm.state_size (DeltaNet d_k)", dn.d_k, 1024);
+    in_range("DeltaNet d_v", dn.d_v, 1024);
+    in_range("ssm.conv_kernel", dn.conv_kernel, 64);
+    if (dn.n_k_heads > 0 && dn.n_v_heads > 0 && dn.n_v_heads % dn.n_k_heads != 0) {
+      p.add("ssm.time_step_rank", dn.n_v_heads, "must be a multiple of ssm.group_count = " + std::to_string(dn.n_k_heads));
+    }
+    if (dn.n_k_heads > 0 && dn.d_k > 0 && dn.n_v_heads > 0 && dn.d_v > 0 &&
+        static_cast<int64_t>(dn.conv_dim()) > L::kMaxDim) {
+      p.add("DeltaNet conv_dim", dn.conv_dim(), "must be <= " + std::to_string(L::kMaxDim));
+    }
+    if (dn.d_k > 0 && dn.d_k % 16 != 0) p.add("ssm.state_size", dn.d_k, "must be a multiple of 16");
   }
   if (p.items.empty()) return;
   std::string msg = "invalid model config in '" + source + "' (" + arch_name(arch) + "): ";

@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2, kQwen3 };
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen35 };
 
 const char* arch_name(Arch a);
 
@@ -31,6 +31,28 @@ struct ModelLimits {
   static constexpr int kMaxDim = 1 << 20;       // d_model, d_ff, head_dim, q_dim, kv_dim, rope_dim
   static constexpr int kMaxVocab = 1 << 24;
   static constexpr int kMaxCtx = 1 << 30;       // max_ctx (trained context; a run may use less)
+};
+
+// A decoder layer's token mixer; the FFN after it is the same SwiGLU for every kind. The CPU
+// executor holds one implementation per kind (engine/mixers/), so a new kind is a new file.
+enum class Mixer : uint8_t { kAttention, kDeltaNet };
+const char* mixer_name(Mixer m);
+
+// Gated DeltaNet (Qwen3.5's linear attention): N_k key heads of d_k, N_v value heads of d_v
+// (N_v % N_k == 0; value head j reads key head j % N_k, llama.cpp's tiled order), a causal
+// depthwise conv of conv_kernel taps over the [q | k | v] channels.
+struct DeltaNetDims {
+  int n_k_heads = 0;
+  int n_v_heads = 0;
+  int d_k = 0;
+  int d_v = 0;
+  int conv_kernel = 0;
+  int key_dim() const { return n_k_heads * d_k; }
+  int value_dim() const { return n_v_heads * d_v; }
+  int conv_dim() const { return 2 * key_dim() + value_dim(); }
+  // Floats of one layer's recurrent state per sequence: conv history, then the delta-rule matrices.
+  int64_t conv_state_floats() const { return static_cast<int64_t>(conv_kernel - 1) * conv_dim(); }
+  int64_t delta_state_floats() const { return static_cast<int64_t>(n_v_heads) * d_k * d_v; }
 };
 
 struct ModelConfig {
@@ -56,6 +78,17 @@ struct ModelConfig {
   // GGUF `<arch>.pooling_type`: kNone for a generative model; anything else marks an embedding
   // model (Qwen3-Embedding: kLast), which the server serves on /v1/embeddings without --embeddings.
   Pooling pooling = Pooling::kNone;
+
+  // Hybrid models (Qwen3.5): the mixer of every layer, [n_layers]; empty means all attention.
+  std::vector<Mixer> mixers;
+  DeltaNetDims deltanet;        // set when any layer is kDeltaNet
+  // Qwen3.5's gated attention: the Q projection yields [query | gate] per head (2 * q_dim rows)
+  // and the attention output is multiplied by sigmoid(gate) before the output projection.
+  bool attn_output_gate = false;
+
+  Mixer mixer(int layer) const { return mixers.empty() ? Mixer::kAttention : mixers[static_cast<size_t>(layer)]; }
+  bool recurrent() const;            // any layer keeps a recurrent state (prefixes cannot be cut back)
+  int n_attention_layers() const;    // layers with a KV cache
 
   // Divisors of each RoPE pair's frequency (rope_dim / 2), empty when unscaled: GGUF rope_freqs, or
   // computed from HF rope_scaling {"rope_type": "llama3", factor, low/high_freq_factor,

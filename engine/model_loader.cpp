@@ -66,6 +66,22 @@ struct Names {
   }
 };
 
+// The Gated DeltaNet tensors of one layer (GGUF names; HF names as transformers' Qwen3.5).
+template <typename Add>
+void add_deltanet_slots(const ModelConfig& c, DeltaNetWeights& w, Add&& add) {
+  const DeltaNetDims& dn = c.deltanet;
+  const int64_t d = c.d_model, cd = dn.conv_dim(), vd = dn.value_dim(), nv = dn.n_v_heads;
+  add(&w.qkv, "attn_qkv.weight", "linear_attn.in_proj_qkv.weight", {cd, d}, "[conv_dim, d_model]", Role::kMatrix);
+  add(&w.gate, "attn_gate.weight", "linear_attn.in_proj_z.weight", {vd, d}, "[value_dim, d_model]", Role::kMatrix);
+  add(&w.beta, "ssm_beta.weight", "linear_attn.in_proj_b.weight", {nv, d}, "[n_v_heads, d_model]", Role::kMatrix);
+  add(&w.alpha, "ssm_alpha.weight", "linear_attn.in_proj_a.weight", {nv, d}, "[n_v_heads, d_model]", Role::kMatrix);
+  add(&w.conv, "ssm_conv1d.weight", "linear_attn.conv1d.weight", {cd, dn.conv_kernel}, "[conv_dim, conv_kernel]", Role::kVector);
+  add(&w.dt, "ssm_dt.bias", "linear_attn.dt_bias", {nv}, "[n_v_heads]", Role::kVector);
+  add(&w.a, "ssm_a", "linear_attn.A_log", {nv}, "[n_v_heads]", Role::kVector);
+  add(&w.norm, "ssm_norm.weight", "linear_attn.norm.weight", {dn.d_v}, "[d_v]", Role::kVector);
+  add(&w.out, "ssm_out.weight", "linear_attn.out_proj.weight", {d, vd}, "[d_model, value_dim]", Role::kMatrix);
+}
+
 std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat fmt) {
   const Names n{fmt};
   const int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff, v = c.vocab_size;
@@ -85,21 +101,30 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
                    const char* desc, Role role, bool req = true) {
       s.push_back({dst, n.layer(l, g, h), std::move(shape), desc, role, req});
     };
+    const bool gguf = fmt == ModelFormat::kGguf;
+    const bool qwen35 = c.arch == Arch::kQwen35;
     add(&L.attn_norm, "attn_norm.weight", "input_layernorm.weight", {d}, "[d_model]", Role::kVector);
-    add(&L.wq, "attn_q.weight", "self_attn.q_proj.weight", {q, d}, "[q_dim, d_model]", Role::kMatrix);
-    add(&L.wk, "attn_k.weight", "self_attn.k_proj.weight", {kv, d}, "[kv_dim, d_model]", Role::kMatrix);
-    add(&L.wv, "attn_v.weight", "self_attn.v_proj.weight", {kv, d}, "[kv_dim, d_model]", Role::kMatrix);
-    if (c.qkv_bias) {
-      add(&L.bq, "attn_q.bias", "self_attn.q_proj.bias", {q}, "[q_dim]", Role::kVector);
-      add(&L.bk, "attn_k.bias", "self_attn.k_proj.bias", {kv}, "[kv_dim]", Role::kVector);
-      add(&L.bv, "attn_v.bias", "self_attn.v_proj.bias", {kv}, "[kv_dim]", Role::kVector);
+    if (c.mixer(l) == Mixer::kDeltaNet) {
+      add_deltanet_slots(c, L.deltanet, add);
+    } else {
+      const int64_t qrows = c.attn_output_gate ? 2 * q : q;
+      add(&L.wq, "attn_q.weight", "self_attn.q_proj.weight", {qrows, d}, c.attn_output_gate ? "[2 * q_dim, d_model]" : "[q_dim, d_model]", Role::kMatrix);
+      add(&L.wk, "attn_k.weight", "self_attn.k_proj.weight", {kv, d}, "[kv_dim, d_model]", Role::kMatrix);
+      add(&L.wv, "attn_v.weight", "self_attn.v_proj.weight", {kv, d}, "[kv_dim, d_model]", Role::kMatrix);
+      if (c.qkv_bias) {
+        add(&L.bq, "attn_q.bias", "self_attn.q_proj.bias", {q}, "[q_dim]", Role::kVector);
+        add(&L.bk, "attn_k.bias", "self_attn.k_proj.bias", {kv}, "[kv_dim]", Role::kVector);
+        add(&L.bv, "attn_v.bias", "self_attn.v_proj.bias", {kv}, "[kv_dim]", Role::kVector);
+      }
+      if (c.qk_norm) {
+        add(&L.q_norm, "attn_q_norm.weight", "self_attn.q_norm.weight", {c.head_dim}, "[head_dim]", Role::kVector);
+        add(&L.k_norm, "attn_k_norm.weight", "self_attn.k_norm.weight", {c.head_dim}, "[head_dim]", Role::kVector);
+      }
+      add(&L.wo, "attn_output.weight", "self_attn.o_proj.weight", {d, q}, "[d_model, q_dim]", Role::kMatrix);
     }
-    if (c.qk_norm) {
-      add(&L.q_norm, "attn_q_norm.weight", "self_attn.q_norm.weight", {c.head_dim}, "[head_dim]", Role::kVector);
-      add(&L.k_norm, "attn_k_norm.weight", "self_attn.k_norm.weight", {c.head_dim}, "[head_dim]", Role::kVector);
-    }
-    add(&L.wo, "attn_output.weight", "self_attn.o_proj.weight", {d, q}, "[d_model, q_dim]", Role::kMatrix);
-    add(&L.ffn_norm, "ffn_norm.weight", "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
+    // Qwen3.5's GGUF names the pre-FFN norm post_attention_norm (HF's post_attention_layernorm).
+    add(&L.ffn_norm, gguf && qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight",
+        "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
     add(&L.w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_up, "ffn_up.weight", "mlp.up_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_down, "ffn_down.weight", "mlp.down_proj.weight", {d, ff}, "[d_model, d_ff]", Role::kMatrix);

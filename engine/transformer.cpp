@@ -2,6 +2,9 @@
 #include "engine/transformer.h"
 
 #include <algorithm>
+#include <string>
+
+#include "engine/error.h"
 
 namespace anelm::engine {
 
@@ -48,10 +51,23 @@ bool Transformer::step(const BatchStep& b, Activations& acts, const std::functio
     k_.dequantize_row(w_.tok_embd.data, w_.tok_embd.dtype, b.tokens[static_cast<size_t>(t)], d,
                       acts.x.data() + static_cast<int64_t>(t) * d);
   }
+  // A recurrent state holds exactly the tokens it absorbed: a pass must continue it (or start a
+  // sequence over at position 0), and it is invalid while the pass writes it (an abandoned pass
+  // leaves it so).
+  if (cfg_.recurrent()) {
+    for (const SeqRows& s : b.seqs) {
+      if (s.pos != 0 && s.kv->recurrent_pos() != s.pos) {
+        throw Error(ErrorKind::kInternal, "recurrent state holds " + std::to_string(s.kv->recurrent_pos()) +
+                                              " tokens, cannot continue at position " + std::to_string(s.pos));
+      }
+      s.kv->set_recurrent_pos(-1);
+    }
+  }
   for (int l = 0; l < cfg_.n_layers; ++l) {
     if (abort && abort()) return false;
     layers_[static_cast<size_t>(l)]->run_layer(LayerBatch{l, n, acts.x.data(), &acts, b.seqs});
   }
+  for (const SeqRows& s : b.seqs) s.kv->set_recurrent_pos(s.pos + s.n);
   if (!b.logit_rows.empty()) logits(acts, acts.x.data(), n, b.logit_rows, b.logits);
   return true;
 }

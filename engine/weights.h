@@ -7,10 +7,24 @@
 
 namespace anelm::engine {
 
+// Gated DeltaNet mixer (Qwen3.5), in the GGUF's tiled value-head order (DeltaNetDims).
+struct DeltaNetWeights {
+  TensorView qkv;    // [conv_dim, d_model]  rows [q | k | v]
+  TensorView gate;   // [value_dim, d_model] z, the output gate
+  TensorView beta;   // [n_v_heads, d_model]
+  TensorView alpha;  // [n_v_heads, d_model]
+  TensorView conv;   // [conv_dim, conv_kernel] f32; tap conv_kernel - 1 multiplies the current input
+  TensorView dt;     // [n_v_heads] f32 bias of the decay's softplus
+  TensorView a;      // [n_v_heads] f32 -exp(A_log)
+  TensorView norm;   // [d_v] f32 gated RMSNorm weight, shared by the heads
+  TensorView out;    // [d_model, value_dim]
+};
+
 // Shapes in PyTorch order [out, in]; q_dim = n_heads*head_dim, kv_dim = n_kv_heads*head_dim.
+// An attention layer binds wq..wo; a DeltaNet layer binds `deltanet` instead.
 struct LayerWeights {
   TensorView attn_norm;  // [d_model]
-  TensorView wq;         // [q_dim, d_model]
+  TensorView wq;         // [q_dim, d_model]; attn_output_gate: [2 * q_dim, d_model], per head [query | gate]
   TensorView wk;         // [kv_dim, d_model]
   TensorView wv;         // [kv_dim, d_model]
   TensorView bq;         // [q_dim]   (empty unless qkv_bias)
@@ -23,6 +37,7 @@ struct LayerWeights {
   TensorView w_gate;     // [d_ff, d_model]
   TensorView w_up;       // [d_ff, d_model]
   TensorView w_down;     // [d_model, d_ff]
+  DeltaNetWeights deltanet;
 };
 
 struct ModelWeights {

@@ -52,6 +52,47 @@ constexpr int64_t attention_scratch_floats(int head_dim) {
 // scratch: attention_scratch_floats(head_dim) floats, owned by the calling thread.
 using AttendCausalFn = void (*)(const AttentionArgs& a, float* __restrict scratch);
 
+// The gated delta rule of one Gated DeltaNet value head over n consecutive tokens of a sequence
+// (Qwen3.5; the recurrence of shared/docs/qwen35-architecture.md §5.3 (5)). Per token t:
+//   S <- exp(g[t]) S;  delta = beta[t] (v_t - S^T k_t);  S <- S + k_t delta^T;  out_t = S^T q_t
+// q_t, k_t: d_k floats (q already L2-normalised and scaled, k L2-normalised), v_t and out_t: d_v.
+// state: [d_v][d_k], i.e. S transposed (row b holds the keys' weights for value dim b), updated in
+// place. Strides are in floats; g and beta are read at t * ld_gb.
+struct DeltaRuleArgs {
+  float* state = nullptr;
+  const float* q = nullptr;
+  const float* k = nullptr;
+  int64_t ld_qk = 0;
+  const float* v = nullptr;
+  int64_t ld_v = 0;
+  const float* g = nullptr;
+  const float* beta = nullptr;
+  int64_t ld_gb = 0;
+  float* out = nullptr;
+  int64_t ld_out = 0;
+  int n = 0;
+  int d_k = 0;
+  int d_v = 0;
+};
+
+// Causal depthwise convolution of n consecutive tokens' `channels` inputs followed by SiLU:
+//   out[t][c] = silu(sum_i w[c][i] * in[t - taps + 1 + i][c])
+// where inputs before the first token come from state [taps - 1] rows of `channels` at stride
+// ld_state (oldest first), which is then replaced by the last taps - 1 inputs. x: n rows at stride
+// ld_x; out may not alias x. A caller may split the channels of one conv across threads.
+struct ConvArgs {
+  const float* x = nullptr;
+  int64_t ld_x = 0;
+  int n = 0;
+  int channels = 0;
+  const float* w = nullptr;  // [channels][taps]
+  int taps = 0;
+  float* state = nullptr;
+  int64_t ld_state = 0;
+  float* out = nullptr;
+  int64_t ld_out = 0;
+};
+
 struct KernelTable {
   Isa isa = Isa::kScalar;
   MatmulFn matmul[kNumDTypes] = {};  // indexed by dtype_index(weight type)
@@ -81,6 +122,8 @@ struct KernelTable {
   AttendCausalFn attend_causal = nullptr;
   // KV cache stores: dst[n] = src[n] converted (F16 round to nearest even) or copied (F32).
   void (*store_kv)(const float* src, DType kv, int n, void* __restrict dst) = nullptr;
+  void (*delta_rule)(const DeltaRuleArgs& a) = nullptr;
+  void (*conv_silu)(const ConvArgs& a) = nullptr;
 };
 
 // The table for `isa`, or nullptr when that path is not compiled in or not supported here.

@@ -217,6 +217,8 @@ void g_matmul_q4_0(const void* w, int64_t cols, const float*, const void* xqv, i
 #include "engine/kernels/kernels_quant_generic-inl.h"
 
 // Fills every slot with the portable versions; ISA files then override what they specialise.
+#include "engine/kernels/deltanet_generic-inl.h"
+
 KernelTable g_table(Isa isa) {
   KernelTable t;
   t.isa = isa;
@@ -237,5 +239,7 @@ KernelTable g_table(Isa isa) {
   t.attend_head = g_attend_head;
   t.attend_causal = g_attend_causal;
   t.store_kv = g_store_kv;
+  t.delta_rule = g_delta_rule;
+  t.conv_silu = g_conv_silu;
   return t;
 }

@@ -287,4 +287,57 @@ void attend_causal(const AttentionArgs& a) {
   }
 }
 
+void delta_rule(const DeltaRuleArgs& a) {
+  const int dk = a.d_k, dv = a.d_v;
+  auto S = [&](int key, int val) -> float& { return a.state[static_cast<int64_t>(val) * dk + key]; };
+  std::vector<double> u(static_cast<size_t>(dv));
+  for (int t = 0; t < a.n; ++t) {
+    const float* q = a.q + t * a.ld_qk;
+    const float* k = a.k + t * a.ld_qk;
+    const float* v = a.v + t * a.ld_v;
+    const float decay = std::exp(a.g[t * a.ld_gb]), beta = a.beta[t * a.ld_gb];
+    for (int i = 0; i < dk; ++i) {
+      for (int b = 0; b < dv; ++b) S(i, b) *= decay;
+    }
+    for (int b = 0; b < dv; ++b) {  // u = S^T k
+      double acc = 0;
+      for (int i = 0; i < dk; ++i) acc += static_cast<double>(S(i, b)) * k[i];
+      u[static_cast<size_t>(b)] = acc;
+    }
+    for (int b = 0; b < dv; ++b) {  // S += k (beta (v - u))^T
+      const double delta = beta * (v[b] - u[static_cast<size_t>(b)]);
+      for (int i = 0; i < dk; ++i) S(i, b) = static_cast<float>(S(i, b) + k[i] * delta);
+    }
+    for (int b = 0; b < dv; ++b) {  // out = S^T q
+      double acc = 0;
+      for (int i = 0; i < dk; ++i) acc += static_cast<double>(S(i, b)) * q[i];
+      a.out[t * a.ld_out + b] = static_cast<float>(acc);
+    }
+  }
+}
+
+void conv_silu(const ConvArgs& a) {
+  const int hist = a.taps - 1;
+  // The whole input sequence: the state's rows, then x's.
+  std::vector<float> seq(static_cast<size_t>(hist + a.n) * a.channels);
+  for (int r = 0; r < hist; ++r) {
+    for (int c = 0; c < a.channels; ++c) seq[static_cast<size_t>(r) * a.channels + c] = a.state[r * a.ld_state + c];
+  }
+  for (int t = 0; t < a.n; ++t) {
+    for (int c = 0; c < a.channels; ++c) seq[static_cast<size_t>(hist + t) * a.channels + c] = a.x[t * a.ld_x + c];
+  }
+  for (int t = 0; t < a.n; ++t) {
+    for (int c = 0; c < a.channels; ++c) {
+      double acc = 0;
+      for (int i = 0; i < a.taps; ++i) {
+        acc += static_cast<double>(a.w[static_cast<int64_t>(c) * a.taps + i]) * seq[static_cast<size_t>(t + i) * a.channels + c];
+      }
+      a.out[t * a.ld_out + c] = static_cast<float>(acc / (1.0 + std::exp(-acc)));
+    }
+  }
+  for (int r = 0; r < hist; ++r) {
+    for (int c = 0; c < a.channels; ++c) a.state[r * a.ld_state + c] = seq[static_cast<size_t>(a.n + r) * a.channels + c];
+  }
+}
+
 }  // namespace anelm::engine::kernels::ref

@@ -63,4 +63,11 @@ void attend_head(const float* q, const void* k, const void* v, DType kv, int n_p
 // positions [0, pos0 + t] of the group's K/V (two-pass softmax, double accumulators).
 void attend_causal(const AttentionArgs& a);
 
+// KernelTable::delta_rule, step by step as the spec writes it (decay, predict, correct, write,
+// read), with double accumulators.
+void delta_rule(const DeltaRuleArgs& a);
+
+// KernelTable::conv_silu: the window of each token gathered explicitly from state and inputs.
+void conv_silu(const ConvArgs& a);
+
 }  // namespace anelm::engine::kernels::ref
