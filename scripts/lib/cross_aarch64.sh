@@ -10,7 +10,7 @@ ANELM_AARCH64_TARGET_DEBS=(libspdlog-dev:arm64 libgtest-dev:arm64 libutf8proc-de
   libcurl4-openssl-dev:arm64 zlib1g-dev:arm64 libcpp-httplib-dev:arm64)
 # Every kernel on the neon table against the scalar reference, then whole models: the naive
 # forward, llama.cpp's recorded greedy ids and logits, golden generations, continuous batching.
-ANELM_AARCH64_TESTS=(kernels_test quant_types_test attention_test transformer_test generate_test
+ANELM_AARCH64_TESTS=(kernels_test deltanet_kernels_test quant_types_test attention_test transformer_test generate_test
   qwen2_llamacpp_test batching_test)
 
 # Adds arm64 to dpkg's architectures and installs the cross toolchain, qemu and the :arm64 packages.
