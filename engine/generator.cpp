@@ -63,8 +63,7 @@ struct Generator::Sequence {
 Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads,
                      int64_t prompt_cache_bytes, int n_seqs)
     : tf_(tf), cfg_(tf.config()), ctx_(ctx),
-      pcache_(KvCache(tf.config(), 1, kv_type), cfg_.n_layers, cfg_.n_kv_heads,
-              cfg_.recurrent() ? 0 : prompt_cache_bytes),
+      pcache_(KvCache(tf.config(), 1, kv_type), cfg_.n_layers, cfg_.n_kv_heads, prompt_cache_bytes),
       acts_(tf.config(), max_batch, ctx, n_threads) {
   if (n_seqs < 1 || n_seqs > max_batch) {
     invalid("parallel sequences must be in [1, " + std::to_string(max_batch) + "] (the batch size), got " +
@@ -123,13 +122,7 @@ int Generator::reuse_prefix(Sequence& s, std::span<const int> prompt) {
   const int n_prompt = static_cast<int>(prompt.size());
   const int common = common_prefix(s.cached, prompt);
   int reuse = std::min(common, n_prompt - 1);
-  if (cfg_.recurrent()) {
-    // A recurrent state cannot be cut back: the slot continues only from its very end.
-    const int held = static_cast<int>(s.cached.size());
-    reuse = reuse == held && s.kv.recurrent_pos() == held ? held : 0;
-    s.cached.assign(prompt.begin(), prompt.begin() + reuse);
-    return reuse;
-  }
+  if (cfg_.recurrent()) return reuse_checkpoint(s, prompt, common);
   if (pcache_.enabled()) {
     if (common < static_cast<int>(s.cached.size()) && static_cast<int>(s.cached.size()) >= kMinCachedPrefix) {
       pcache_.store(s.cached, s.kv);
@@ -142,6 +135,24 @@ int Generator::reuse_prefix(Sequence& s, std::span<const int> prompt) {
     }
   }
   s.cached.assign(prompt.begin(), prompt.begin() + reuse);  // reserved to ctx: no allocation
+  return reuse;
+}
+
+// reuse_prefix for recurrent models: a state cannot be cut back, so the slot continues only from its
+// very end, or resumes from the longest prompt-cache checkpoint the prompt starts with.
+int Generator::reuse_checkpoint(Sequence& s, std::span<const int> prompt, int common) {
+  const int n_prompt = static_cast<int>(prompt.size()), held = static_cast<int>(s.cached.size());
+  const bool at_end = s.kv.recurrent_pos() == held;
+  int reuse = common >= held && held <= n_prompt - 1 && at_end ? held : 0;
+  if (pcache_.enabled()) {
+    if (common < held && held >= kMinCachedPrefix && at_end) pcache_.store(s.cached, s.kv);
+    const PromptCache::Hit hit = pcache_.lookup(prompt.first(static_cast<size_t>(n_prompt - 1)));
+    if (hit.tokens > reuse) {
+      pcache_.restore(hit, std::min(common, hit.tokens), hit.tokens, s.kv);
+      reuse = hit.tokens;
+    }
+  }
+  s.cached.assign(prompt.begin(), prompt.begin() + reuse);
   return reuse;
 }
 
@@ -231,7 +242,10 @@ void Generator::plan_step() {
     const int room = acts_.max_batch - static_cast<int>(tokens_.size());
     if (!oldest || room == 0) break;
     const std::span<const int> prompt(oldest->req.prompt);
-    const int take = std::min(room, static_cast<int>(prompt.size()) - oldest->prefilled);
+    int take = std::min(room, static_cast<int>(prompt.size()) - oldest->prefilled);
+    if (cfg_.recurrent() && pcache_.enabled()) {  // end the chunk at the next checkpoint
+      take = std::min(take, kCheckpointEvery - oldest->prefilled % kCheckpointEvery);
+    }
     add(*oldest, prompt.subspan(static_cast<size_t>(oldest->prefilled), static_cast<size_t>(take)),
         oldest->prefilled + take == static_cast<int>(prompt.size()));
   }
@@ -259,6 +273,7 @@ bool Generator::step() {
     Sequence& s = *row_seq_[i];
     const auto* ids = tokens_.data() + rows_[i].row;
     s.cached.insert(s.cached.end(), ids, ids + rows_[i].n);
+    if (cfg_.recurrent() && s.cached.size() % kCheckpointEvery == 0) pcache_.store(s.cached, s.kv);
     if (!s.prefilling()) continue;
     s.prefilled += rows_[i].n;
     if (s.prefilling()) continue;

@@ -35,7 +35,9 @@ class KvCache {
   DType dtype() const { return dtype_; }
   int64_t bytes() const { return static_cast<int64_t>(k_.size() + v_.size()) + recurrent_bytes(); }
 
-  // [ctx][head_dim] block of `layer`, kv head `kv_head`.
+  // Whether `layer` keeps K/V here (an attention layer) rather than a recurrent state.
+  bool has_kv(int layer) const { return slot_[static_cast<size_t>(layer)] >= 0; }
+  // [ctx][head_dim] block of `layer` (an attention layer), kv head `kv_head`.
   void* k(int layer, int kv_head) { return k_.data() + offset(layer, kv_head); }
   void* v(int layer, int kv_head) { return v_.data() + offset(layer, kv_head); }
   const void* k(int layer, int kv_head) const { return k_.data() + offset(layer, kv_head); }

@@ -1,6 +1,12 @@
 // Prompt cache across requests: KV snapshots of finished sequences, keyed by their token ids, kept
 // least-recently-used first within a byte budget (--cache-ram). Any later prompt that starts with a
 // stored prefix copies those rows into the active KvCache instead of recomputing them.
+//
+// Models with recurrent layers (Qwen3.5's DeltaNet) cannot cut a state back to a shorter prefix, so
+// there an entry is a checkpoint: its K/V rows plus the recurrent state after exactly its tokens,
+// usable only by a prompt that starts with all of them. The generator takes checkpoints every
+// kCheckpointEvery tokens of a sequence (see generator.h); shorter checkpoints are not superseded by
+// longer ones.
 #pragma once
 
 #include <cstdint>
@@ -38,16 +44,18 @@ class PromptCache {
 
   bool enabled() const { return stats_.budget_bytes > 0; }
   const Stats& stats() const { return stats_; }
-  // Bytes an entry of `n_tokens` would take: K and V rows of every layer and kv head, plus the ids.
+  // Bytes an entry of `n_tokens` would take: K and V rows of every attention layer and kv head, the
+  // recurrent state (if any), plus the ids.
   int64_t entry_bytes(int n_tokens) const;
 
   // The entry sharing the longest prefix with `prompt` (marks it most recently used); tokens 0
-  // when none shares a token.
+  // when none shares a token. Recurrent: the longest entry that `prompt` starts with entirely.
   Hit lookup(std::span<const int> prompt);
 
   // Copies positions [from, to) of the hit's entry into `kv` (which must have this cache's layout):
   // n_layers x n_kv_heads memcpys of (to - from) rows for K and for V. Requires to <= hit.tokens.
   // Rows below `from` are left alone: the caller passes the prefix its active KV already holds.
+  // Recurrent: to must be hit.tokens, and the entry's state replaces kv's.
   void restore(const Hit& hit, int from, int to, KvCache& kv);
 
   // Snapshots positions [0, tokens.size()) of `kv`, whose rows must hold exactly those ids.
@@ -58,15 +66,18 @@ class PromptCache {
 
   struct Entry {
     std::vector<int> tokens;
-    std::vector<uint8_t> k, v;  // [n_layers][n_kv_heads][tokens.size()][row_bytes]
+    std::vector<uint8_t> k, v;  // [attention layers][n_kv_heads][tokens.size()][row_bytes]
+    std::vector<float> state;   // recurrent layers' state after the tokens (empty without them)
   };
 
  private:
   using List = std::list<Entry>;  // front: most recently used
   void erase(List::iterator it);
 
-  int n_layers_, n_kv_heads_;
+  std::vector<int> kv_layers_;  // the layers with K/V
+  int n_kv_heads_;
   int64_t row_bytes_;
+  int64_t state_floats_;        // 0: no recurrent layers
   List lru_;
   Stats stats_;
 };

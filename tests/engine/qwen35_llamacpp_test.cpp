@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "engine/error.h"
+#include "engine/generator.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
@@ -52,8 +53,9 @@ std::string tiny_model(const std::string& type) {
   return made[type] = out.string();
 }
 
-std::unique_ptr<Engine> load(const std::string& path, int parallel = 1, int max_batch = 0) {
+std::unique_ptr<Engine> load(const std::string& path, int parallel = 1, int max_batch = 0, int64_t cache_bytes = 0) {
   EngineOptions eo;
+  eo.prompt_cache_bytes = cache_bytes;
   eo.model_path = path;
   eo.threads = 2;
   eo.ctx = 4096;
@@ -209,6 +211,38 @@ TEST(Qwen35, BatchedSequencesMatchTheirRunsAlone) {
   // The slot a sequence ran in continues from its end, and a new prompt in a used slot starts over.
   EXPECT_EQ(eng->generate(reqs[0], {}).ids, alone[0]);
   EXPECT_EQ(eng->generate(reqs[2], {}).ids, alone[2]);
+}
+
+// Prompt cache with recurrent state: two conversations sharing a 1000-token system prompt. The
+// second resumes from the last checkpoint inside the shared prefix (768 tokens: checkpoints every
+// Generator::kCheckpointEvery = 256), gives the ids a fresh engine gives, and prefills only the rest.
+TEST(Qwen35, PromptCacheCheckpointSkipsASharedSystemPrompt) {
+  REQUIRE_TINY(path, "q8_0");
+  std::vector<int> system;
+  for (int i = 0; i < 1000; ++i) system.push_back((i * 7723 + 11) % 150000);
+  auto conversation = [&](int user) {
+    std::vector<int> p = system;
+    for (int i = 0; i < 40; ++i) p.push_back((user * 131 + i * 17) % 150000);
+    return greedy_request(p, 16);
+  };
+  const GenerateRequest a = conversation(1), b = conversation(2);
+  const GenerateResult fresh = load(path)->generate(b, {});
+  EXPECT_EQ(fresh.cached_tokens, 0);
+
+  auto eng = load(path, 1, 512, int64_t{512} << 20);
+  const GenerateResult first = eng->generate(a, {});
+  EXPECT_EQ(first.cached_tokens, 0);
+  const GenerateResult second = eng->generate(b, {});
+  EXPECT_EQ(second.ids, fresh.ids);
+  EXPECT_EQ(second.cached_tokens, 3 * Generator::kCheckpointEvery);
+  EXPECT_GT(eng->stats().prompt_cache_hits, 0);
+  // The first conversation again: the checkpoint its own run stored at 1024 tokens serves it.
+  const GenerateResult again = eng->generate(a, {});
+  EXPECT_EQ(again.ids, first.ids);
+  EXPECT_EQ(again.cached_tokens, 4 * Generator::kCheckpointEvery);
+  std::printf("[qwen35 prompt cache] 1040-token prompt: prefill %.1f ms fresh, %.1f ms resuming from a %d-token "
+              "checkpoint (%.1f ms for the first conversation)\n",
+              fresh.prefill_ms, second.prefill_ms, second.cached_tokens, first.prefill_ms);
 }
 
 }  // namespace
