@@ -49,7 +49,9 @@
 //    type when the parameter has no schema; a boolean may be written True/False, as the templates
 //    render Python values, and null None), and a JSON string when not. A string-only value streams
 //    as it is written; other values stream when complete, or as a string once longer than
-//    kMaxTypedValueBytes. Unknown tool or parameter names are kept (no schema: untyped).
+//    kMaxTypedValueBytes. Unknown tool or parameter names are kept (no schema: untyped). The call
+//    is announced at the '>' of <function=NAME> (its first fragment is "{"); a missing
+//    </function> before </tool_call> is tolerated.
 //  * Reasoning (kThinkTags: <think>...</think>, kThinkBrackets: [THINK]...[/THINK]) is recognised
 //    only at the start of the output (after whitespace), or from the first byte with
 //    starts_in_reasoning (a repeated open marker there is skipped). A close marker never seen:
