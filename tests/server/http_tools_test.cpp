@@ -123,7 +123,8 @@ TEST(HttpTools, Qwen35XmlCallsAfterReasoning) {
   std::string reasoning, args;
   for (const std::string& p : sse_payloads(st->body)) {
     if (p == "[DONE]") break;
-    for (const json& ch : json::parse(p)["choices"]) {
+    const json chunk = json::parse(p);
+    for (const json& ch : chunk["choices"]) {
       const json& d = ch["delta"];
       if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
       if (d.contains("tool_calls"))
