@@ -19,6 +19,10 @@
 //            Small 3.2, Devstral, Ministral 3:
 //                       [TOOL_CALLS]f[CALL_ID]abcdefghi[ARGS]{...}   or   [TOOL_CALLS]f[ARGS]{...}
 //            Both forms are always parsed; ChatFormat::mistral_form says which one to force.
+//  kQwenXml  <tool_call>\n<function=f>\n<parameter=a>\nVALUE\n</parameter>\n...</function>\n</tool_call>
+//            One block per call; parallel calls are several blocks. Qwen3-Coder, Qwen3.5, Nemotron 3
+//            Nano, Step 3.5. The arguments are not JSON in the output: ToolCall::arguments is a JSON
+//            object synthesised from the parameters (see "Decisions").
 //  kGeneric  The template takes `tools` but uses no syntax known here. The server forces (with a
 //            grammar, see generic_envelope_schema()) the whole reply to be ONE JSON document:
 //              {"tool_calls": [{"name": "f", "arguments": {...}}, ...]}
@@ -37,6 +41,17 @@
 //    outer whitespace trimmed). Streaming emits exactly that text as fragments, so the
 //    concatenated kToolCallArgs fragments == the final arguments, byte for byte. It is valid JSON
 //    (parse_message checks); parse it with any JSON parser to get the object.
+//  * kQwenXml arguments: {"a": VALUE, ...} in the order written, separators ", " and ": ". VALUE is
+//    typed by the tool's JSON Schema (ParseOptions::tools, the parameter's "type", or the types of
+//    its anyOf/oneOf/enum/const): the raw text between "<parameter=a>\n" and "\n</parameter>"
+//    (one newline trimmed on each side) is a JSON string when the schema allows only "string";
+//    otherwise the trimmed text is used as JSON when it is a JSON value of an allowed type (any
+//    type when the parameter has no schema; a boolean may be written True/False, as the templates
+//    render Python values, and null None), and a JSON string when not. A string-only value streams
+//    as it is written; other values stream when complete, or as a string once longer than
+//    kMaxTypedValueBytes. Unknown tool or parameter names are kept (no schema: untyped). The call
+//    is announced at the '>' of <function=NAME> (its first fragment is "{"); a missing
+//    </function> before </tool_call> is tolerated.
 //  * Reasoning (kThinkTags: <think>...</think>, kThinkBrackets: [THINK]...[/THINK]) is recognised
 //    only at the start of the output (after whitespace), or from the first byte with
 //    starts_in_reasoning (a repeated open marker there is skipped). A close marker never seen:
@@ -80,7 +95,7 @@
 
 namespace anelm::chat {
 
-enum class ToolSyntax { kNone, kHermes, kLlama3, kMistral, kGeneric };
+enum class ToolSyntax { kNone, kHermes, kLlama3, kMistral, kGeneric, kQwenXml };
 enum class ReasoningSyntax {
   kNone,
   kThinkTags /* <think>...</think> */,
@@ -101,6 +116,7 @@ struct ChatFormat {
 
 // Decides from a template's source text (markers, never file names):
 //   "[TOOL_CALLS]" → kMistral (kNameArgs when "[ARGS]" is rendered);
+//   "<tool_call>" with "<function=" and "<parameter=" → kQwenXml;
 //   "<tool_call>" with a JSON "arguments" object and none of the XML-style argument markers
 //     (<function=, <parameter=, <arg_key>, <invoke, <tool_calls>) → kHermes;
 //   Llama 3 headers (<|start_header_id|>) with "<|python_tag|>" or a "parameters" JSON key, and no
@@ -129,10 +145,16 @@ struct ParseOptions {
   bool starts_in_reasoning = false;  // the prompt ended inside an open reasoning block
   bool parse_reasoning = true;       // false: reasoning markers stay content
   std::uint64_t id_seed = 0;         // 0: call ids from std::random_device; else reproducible ids
+  // The request's OpenAI tools array (see tool_call_payload_schema): kQwenXml types argument
+  // values by its parameter schemas. Null or no matching tool: values are untyped.
+  std::shared_ptr<const nlohmann::ordered_json> tools;
 };
 
 inline constexpr int kMaxJsonDepth = 64;
 inline constexpr std::size_t kMaxHeldBytes = 64 * 1024;
+// A kQwenXml value that is not string-only is held until complete up to this size; a longer one
+// is a string (streamed from then on).
+inline constexpr std::size_t kMaxTypedValueBytes = 32 * 1024;
 
 // Whole output at once. Never throws on any input.
 ParsedMessage parse_message(std::string_view text, const ChatFormat& format,
@@ -210,6 +232,10 @@ struct ToolCallShape {
   bool name_outside_json = false;     // Mistral kNameArgs
   std::string name_suffix;            // "[ARGS]" with name_outside_json
   bool whole_output_json = false;     // kGeneric
+  // kQwenXml: the arguments are not a JSON payload but <parameter=...> elements; a call is
+  //   prefix "<function=" NAME ">\n" PARAMETERS "</function>\n" suffix
+  // see add_xml_call_rules() (chat/xml_call_grammar.h).
+  bool xml_parameters = false;
 };
 ToolCallShape tool_call_shape(ToolSyntax syntax);  // kMistral: the Nemo JSON-array form
 ToolCallShape tool_call_shape(const ChatFormat& format);

@@ -68,6 +68,8 @@ ChatFormat detect_chat_format(std::string_view src) {
   if (has(src, "[TOOL_CALLS]")) {
     f.tools = ToolSyntax::kMistral;
     f.mistral_form = has(src, "[ARGS]") ? MistralForm::kNameArgs : MistralForm::kJsonArray;
+  } else if (has(src, "<tool_call>") && has(src, "<function=") && has(src, "<parameter=")) {
+    f.tools = ToolSyntax::kQwenXml;
   } else if (has(src, "<tool_call>") && json_arguments && !xml_arguments) {
     f.tools = ToolSyntax::kHermes;
   } else if (has(src, "<|start_header_id|>") &&
@@ -115,6 +117,8 @@ const char* to_string(ToolSyntax s) {
       return "mistral";
     case ToolSyntax::kGeneric:
       return "generic";
+    case ToolSyntax::kQwenXml:
+      return "qwen_xml";
   }
   return "?";
 }

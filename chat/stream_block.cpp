@@ -271,6 +271,9 @@ bool Machine::block_step(char c) {
       replay(tail, true, c);
       return true;
     }
+
+    case BS::kXml:
+      return xml_step(c);
   }
   return false;
 }

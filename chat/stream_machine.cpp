@@ -35,8 +35,9 @@ Machine::Machine(ChatFormat format, ParseOptions options) : fmt_(format), opt_(o
   think_open_ = std::string(think.open);
   think_close_ = MarkerMatcher(std::string(think.close));
   tools_ = opt_.parse_tools ? fmt_.tools : ToolSyntax::kNone;
-  const std::string_view trigger = tool_trigger(tools_);  // Hermes and Mistral only
+  const std::string_view trigger = tool_trigger(tools_);  // Hermes, Qwen XML and Mistral only
   if (!trigger.empty()) trigger_ = MarkerMatcher(std::string(trigger));
+  xml_.value_end = MarkerMatcher(std::string(kXmlParamClose));
   if (reasoning) {
     mode_ = Mode::kReasonPrefix;
   } else {
@@ -275,6 +276,12 @@ void Machine::content(char c) {
     held += tool_trigger(tools_);
     begin_block(std::move(held));
     bs_ = BS::kOpenWs;
+    if (tools_ == ToolSyntax::kQwenXml) {
+      bs_ = BS::kXml;
+      xml_.state = XS::kOpenWs;
+      have_name_ = false;
+      committed_ = false;
+    }
   }
 }
 
@@ -361,7 +368,7 @@ void Machine::fail_block(bool current_in_held) {
   emit(Delta::Kind::kContent, held_);
   if (!held_.empty()) content_.at_start = false;
   held_.clear();
-  if (tools_ == ToolSyntax::kHermes || tools_ == ToolSyntax::kMistral) {
+  if (tools_ == ToolSyntax::kHermes || tools_ == ToolSyntax::kMistral || tools_ == ToolSyntax::kQwenXml) {
     mode_ = Mode::kContent;
     trigger_.reset();
   } else {
@@ -437,7 +444,9 @@ bool Machine::finish_call() {
 }
 
 bool Machine::in_streamed_args() const {
-  return committed_ && (bs_ == BS::kArgsObj || bs_ == BS::kArgsStr);
+  const bool xml_value = bs_ == BS::kXml && xml_.streaming &&
+                         (xml_.state == XS::kValueStart || xml_.state == XS::kValue);
+  return committed_ && (bs_ == BS::kArgsObj || bs_ == BS::kArgsStr || xml_value);
 }
 
 void Machine::block(char c) {

@@ -8,9 +8,10 @@
 // byte that is not streamed as arguments is kept in held_ until a clean point (a call announced, a
 // call or the block complete): on failure held_ is returned as content.
 //
-// The class is defined in two files: stream_machine.cpp (modes, output, block lifecycle and
-// announced calls) and stream_block.cpp (block_step and its helpers: the JSON reader of call
-// objects, Mistral's name[ARGS] form and the generic envelope). Markers: stream_markers.h.
+// The class is defined in three files: stream_machine.cpp (modes, output, block lifecycle and
+// announced calls), stream_block.cpp (block_step and its helpers: the JSON reader of call
+// objects, Mistral's name[ARGS] form and the generic envelope) and stream_xml.cpp (the Qwen XML
+// reader, behind the one block state BS::kXml). Markers: stream_markers.h.
 #pragma once
 
 #include <cstddef>
@@ -80,7 +81,18 @@ class Machine {
     kEnvKeyStart,  // generic envelope: after '{'
     kRespStr,      // generic envelope: inside "response"
     kEnvEnd,       // generic envelope: before its '}'
-    kTrailer,      // Hermes: before </tool_call>
+    kTrailer,      // Hermes, Qwen XML: before </tool_call>
+    kXml,          // Qwen XML: inside <tool_call>, sub-state xml_.state
+  };
+  enum class XS {  // Qwen XML states
+    kOpenWs,      // after <tool_call>
+    kOpenTag,     // inside <function=
+    kFuncName,    // the name, up to '>'
+    kBodyWs,      // between parameters
+    kBodyTag,     // a tag in the body: <parameter=, </function> or </tool_call>
+    kParamName,   // up to '>'
+    kValueStart,  // after <parameter=NAME>: one newline is framing
+    kValue,       // up to </parameter>
   };
   enum class Ctx { kSingle, kArray, kEnvSingle };  // where the current call object sits
 
@@ -129,6 +141,17 @@ class Machine {
   bool args_end();
   bool object_end();
   bool array_end();
+
+  // ---- the Qwen XML reader (stream_xml.cpp)
+  bool xml_step(char c);
+  bool xml_tag(char c);
+  void xml_begin_call();
+  void xml_begin_value();
+  void xml_value_bytes(std::string_view text);
+  void xml_value_byte(char c);
+  void xml_to_string_stream();
+  void xml_end_value();
+  bool xml_end_call();
 
   ChatFormat fmt_;
   ParseOptions opt_;
@@ -181,6 +204,19 @@ class Machine {
   std::size_t callid_len_ = 0;
   std::size_t trailer_k_ = 0;
   std::string trailer_buf_;
+  // Qwen XML: the call being read
+  struct XmlCall {
+    XS state = XS::kOpenWs;
+    std::string tag;    // the tag read so far (kOpenTag, kBodyTag)
+    std::string param;  // the parameter name
+    std::string value;  // a typed value until complete
+    MarkerMatcher value_end;
+    const nlohmann::ordered_json* properties = nullptr;  // the function's parameter schemas
+    unsigned types = 0;      // the current parameter's (xml_args.h)
+    bool first = true;       // no parameter written yet
+    bool streaming = false;  // the current value streams as a JSON string
+    bool newline = false;    // a '\n' held back: it is framing if </parameter> follows
+  } xml_;
 };
 
 }  // namespace anelm::chat::detail

@@ -18,12 +18,18 @@ inline constexpr std::string_view kMistralOpen = "[TOOL_CALLS]";
 inline constexpr std::string_view kArgsMarker = "[ARGS]";         // Mistral: name[ARGS]{...}
 inline constexpr std::string_view kCallIdMarker = "[CALL_ID]";    // Mistral: name[CALL_ID]id[ARGS]
 inline constexpr std::string_view kPythonTag = "<|python_tag|>";  // Llama 3: before a bare call
+// Qwen XML, inside <tool_call>: <function=NAME> (<parameter=ARG> VALUE </parameter>)* </function>
+inline constexpr std::string_view kXmlFunctionOpen = "<function=";
+inline constexpr std::string_view kXmlFunctionClose = "</function>";
+inline constexpr std::string_view kXmlParamOpen = "<parameter=";
+inline constexpr std::string_view kXmlParamClose = "</parameter>";
 
-// The marker that opens a call block inside content (Hermes, Mistral); empty for the syntaxes
+// The marker that opens a call block inside content (Hermes, Qwen XML, Mistral); empty for the syntaxes
 // whose calls are recognised otherwise (Llama 3 and generic: a reply that begins with '{').
 inline std::string_view tool_trigger(ToolSyntax syntax) {
   switch (syntax) {
     case ToolSyntax::kHermes:
+    case ToolSyntax::kQwenXml:
       return kHermesOpen;
     case ToolSyntax::kMistral:
       return kMistralOpen;

@@ -59,6 +59,11 @@ ToolCallShape tool_call_shape(ToolSyntax syntax) {
       s.parallel_in_one_json = true;
       return s;
     }
+    case ToolSyntax::kQwenXml: {
+      ToolCallShape s = make_shape("<tool_call>", "<tool_call>\n", "</tool_call>", "\n");
+      s.xml_parameters = true;
+      return s;
+    }
     case ToolSyntax::kGeneric: {
       ToolCallShape s = make_shape("", "{\"tool_calls\": [", "]}", ", ");
       s.parallel_in_one_json = true;

@@ -203,6 +203,9 @@ PreparedGeneration prepare_chat_generation(ServerContext& ctx, const ChatRequest
   po.parse_tools = !r.tools.empty() && r.tool_choice.kind != ToolChoice::Kind::kNone;
   po.starts_in_reasoning = shape.starts_in_reasoning;
   po.parse_reasoning = format.reasoning != chat::ReasoningSyntax::kNone;
+  // Qwen XML arguments are bare text: the tools' schemas say which values are numbers, objects, ...
+  if (po.parse_tools && format.tools == chat::ToolSyntax::kQwenXml)
+    po.tools = std::make_shared<const nlohmann::ordered_json>(r.tools);
   // id_seed stays 0: call ids are fresh on every request and choice even with a seed (an agent
   // loop with a fixed seed must not see the same id on every turn).
   g.make_parser = [prompt_owner = ctx.model().chat, po]() { return make_chat_output_parser(prompt_owner->format(), po); };

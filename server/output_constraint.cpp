@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "chat/xml_call_grammar.h"
 #include "server/api_error.h"
 
 namespace anelm::server {
@@ -61,6 +62,7 @@ std::string add_call_rules(grammar::SchemaConverter& conv, const ChatRequest& r,
   relaxed.where = "tools";
   if (shape.whole_output_json)
     return conv.add_schema("envelope", chat::generic_envelope_schema(r.tools, only, allow_response, parallel), relaxed);
+  if (shape.xml_parameters) return chat::add_xml_call_rules(conv, r.tools, only, parallel, relaxed);
   if (shape.name_outside_json) {
     std::string alts;
     const std::vector<std::string> names = tool_names(r.tools);

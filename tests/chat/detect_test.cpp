@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "chat/chat_format.h"
@@ -29,13 +30,14 @@ constexpr auto H = ToolSyntax::kHermes;
 constexpr auto L = ToolSyntax::kLlama3;
 constexpr auto M = ToolSyntax::kMistral;
 constexpr auto G = ToolSyntax::kGeneric;
+constexpr auto X = ToolSyntax::kQwenXml;
 constexpr auto N = ToolSyntax::kNone;
 constexpr auto T = ReasoningSyntax::kThinkTags;
 constexpr auto B = ReasoningSyntax::kThinkBrackets;
 constexpr auto R0 = ReasoningSyntax::kNone;
 
-// Every template of the corpus. The families this library parses natively are Hermes, Llama 3 and
-// Mistral; a template that takes tools in another syntax (XML-style arguments, DeepSeek, gpt-oss,
+// Every template of the corpus. The families this library parses natively are Hermes, Qwen XML,
+// Llama 3 and Mistral; a template that takes tools in another syntax (XML-style arguments, DeepSeek, gpt-oss,
 // ...) is kGeneric (the server forces the generic JSON envelope); one that does not read `tools` is
 // kNone.
 const std::map<std::string, Expected>& expected_formats() {
@@ -55,6 +57,11 @@ const std::map<std::string, Expected>& expected_formats() {
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", {L, R0, true}},
       {"meta-llama-Llama-3.2-3B-Instruct.jinja", {L, R0, true}},
       {"meta-llama-Llama-3.3-70B-Instruct.jinja", {L, R0, true}},
+      // Qwen XML: <tool_call>\n<function=f>\n<parameter=a>\n...</parameter>\n</function>
+      {"Qwen3-Coder.jinja", {X, R0, true}},
+      {"Qwen3.5-4B.jinja", {X, T, true}},
+      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", {X, T, true}},
+      {"StepFun3.5-Flash.jinja", {X, T, true}},
       // Mistral
       {"mistralai-Mistral-Nemo-Instruct-2407.jinja", {M, R0, true}},
       {"Mistral-Small-3.2-24B-Instruct-2506.jinja", {M, R0, true}},
@@ -94,12 +101,8 @@ const std::map<std::string, Expected>& expected_formats() {
       {"MiniMax-M1.jinja", {G, R0, true}},
       {"MiniMax-M2.jinja", {G, T, true}},
       {"MiniMax-M3.jinja", {G, R0, true}},
-      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", {G, T, true}},  // <tool_call><function=...>
       {"NVIDIA-Nemotron-Nano-v2.jinja", {G, T, true}},
-      {"Qwen3-Coder.jinja", {G, R0, true}},  // <tool_call><function=...>
-      {"Qwen3.5-4B.jinja", {G, T, true}},
       {"Spark2.5.jinja", {G, T, true}},
-      {"StepFun3.5-Flash.jinja", {G, T, true}},
       {"deepseek-ai-DeepSeek-V3.2.jinja", {G, T, true}},
       {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", {G, T, true}},
       {"deepseek-ai-DeepSeek-V4.jinja", {G, T, true}},
@@ -167,6 +170,11 @@ TEST(DetectChatFormat, MarkersNotFileNames) {
                 .tools,
             ToolSyntax::kHermes);
   EXPECT_EQ(detect_chat_format("{{ '[TOOL_CALLS][' }}").tools, ToolSyntax::kMistral);
+  EXPECT_EQ(detect_chat_format("{% if tools %}<tool_call>\n<function=f>\n<parameter=a>\n{% endif %}").tools,
+            ToolSyntax::kQwenXml);
+  // <function=...> without <parameter=...> is Functionary's JSON form, not Qwen XML.
+  EXPECT_EQ(detect_chat_format("{% if tools %}<tool_call><function=f>{\"a\": 1}{% endif %}").tools,
+            ToolSyntax::kGeneric);
   EXPECT_EQ(detect_chat_format("<think>").reasoning, ReasoningSyntax::kThinkTags);
   EXPECT_EQ(detect_chat_format("").reasoning, ReasoningSyntax::kNone);
   // Unterminated tags and strings do not crash the scanner.
@@ -184,9 +192,40 @@ TEST(DetectChatFormat, PromptOpensReasoningOnRenderedGenerationPrompts) {
   const ChatFormat qwen3 = detect_chat_format(read_file(dir / "Qwen-Qwen3-0.6B.jinja"));
   EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n", qwen3));
   EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", qwen3));
+  // Qwen3.5 renders "<think>\n" (thinking on, the default) or an empty closed block (off).
+  const ChatFormat qwen35 = detect_chat_format(read_file(dir / "Qwen3.5-4B.jinja"));
+  EXPECT_TRUE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n", qwen35));
+  EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", qwen35));
   const ChatFormat ministral =
       detect_chat_format(read_file(dir / "mistralai-Ministral-3-14B-Reasoning-2512.jinja"));
   EXPECT_TRUE(prompt_opens_reasoning("[INST]Hi[/INST][THINK]", ministral));
+}
+
+}  // namespace
+}  // namespace anelm::chat
+
+namespace anelm::chat {
+namespace {
+
+// The generation prompts the Qwen3.5 template really renders (goldens.json, jinja2): thinking on
+// by default leaves the block open, enable_thinking=false closes an empty one.
+TEST(DetectChatFormat, Qwen35ThinkingFromRenderedGoldens) {
+  ANELM_REQUIRE_SHARED_MODEL(dir, "chat-templates");
+  const ChatFormat f = detect_chat_format(read_file(dir / "Qwen3.5-4B.jinja"));
+  const auto goldens = nlohmann::json::parse(read_file(dir / "goldens.json"));
+  int checked = 0;
+  for (const auto& row : goldens["goldens"]) {
+    if (row["template"] != "Qwen3.5-4B.jinja" || !row.contains("text")) continue;
+    const std::string c = row["case"];
+    if (c == "user_only") {
+      EXPECT_TRUE(prompt_opens_reasoning(row["text"].get<std::string>(), f));
+      ++checked;
+    } else if (c == "thinking_off") {
+      EXPECT_FALSE(prompt_opens_reasoning(row["text"].get<std::string>(), f));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
 }
 
 }  // namespace

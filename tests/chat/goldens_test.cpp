@@ -42,7 +42,7 @@ std::string assistant_calls_turn(const std::string& text, const std::string& que
                                  ToolSyntax syntax) {
   const std::size_t q = text.rfind(question);
   if (q == std::string::npos) return {};
-  const char* trigger = syntax == ToolSyntax::kHermes    ? "<tool_call>"
+  const char* trigger = (syntax == ToolSyntax::kHermes || syntax == ToolSyntax::kQwenXml) ? "<tool_call>"
                         : syntax == ToolSyntax::kMistral ? "[TOOL_CALLS]"
                                                          : "{\"name\"";
   const std::size_t start = text.find(trigger, q);
@@ -69,7 +69,7 @@ void check_goldens(const json& goldens, const std::filesystem::path& template_di
     const std::string tname = row["template"];
     const ChatFormat format = detect_chat_format(read_file(template_dir / tname));
     if (format.tools != ToolSyntax::kHermes && format.tools != ToolSyntax::kLlama3 &&
-        format.tools != ToolSyntax::kMistral) {
+        format.tools != ToolSyntax::kMistral && format.tools != ToolSyntax::kQwenXml) {
       continue;
     }
     const json& messages = cases[case_name]["messages"];
@@ -87,6 +87,10 @@ void check_goldens(const json& goldens, const std::filesystem::path& template_di
     ASSERT_FALSE(turn.empty());
     ParseOptions opts;
     opts.id_seed = 11;
+    // Qwen XML types its values by the tools' schemas ("a": 3 is an integer parameter).
+    if (cases[case_name].contains("tools"))
+      opts.tools = std::make_shared<const nlohmann::ordered_json>(
+          nlohmann::ordered_json::parse(cases[case_name]["tools"].dump()));
     const ParsedMessage parsed = parse_message(turn, format, opts);
     EXPECT_EQ(parsed.content, "");
     EXPECT_EQ(parsed.reasoning, "");
@@ -122,7 +126,8 @@ TEST(Goldens, RenderedToolCallTurnsParseBack) {
         "meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja",
         "meta-llama-Llama-3.3-70B-Instruct.jinja", "mistralai-Mistral-Nemo-Instruct-2407.jinja",
         "Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja",
-        "mistralai-Ministral-3-14B-Reasoning-2512.jinja"}) {
+        "mistralai-Ministral-3-14B-Reasoning-2512.jinja", "Qwen3-Coder.jinja", "Qwen3.5-4B.jinja",
+        "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", "StepFun3.5-Flash.jinja"}) {
     EXPECT_TRUE(checked.templates.count(t)) << "no rendered tool-call turn checked for " << t;
   }
   EXPECT_GE(checked.turns, 30);

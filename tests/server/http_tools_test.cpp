@@ -92,6 +92,50 @@ TEST(HttpTools, ReasoningAndToolCallsFromTheModelsSyntax) {
   EXPECT_EQ(pb["choices"][0]["finish_reason"], "stop");
 }
 
+// Qwen3.5: the prompt opens the reasoning block (thinking on by default), the call is XML and its
+// values are typed by the request's tool schemas.
+TEST(HttpTools, Qwen35XmlCallsAfterReasoning) {
+  if (!shared_model("chat-templates/Qwen3.5-4B.jinja")) GTEST_SKIP() << "shared chat templates not found";
+  FakeScript script;
+  script.reply =
+      "The user wants the weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\n"
+      "Paris\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+  script.ctx = 4096;
+  TestServer s(script, with_template("chat-templates/Qwen3.5-4B.jinja"));
+  json req = tools_request();
+  req["tools"][0]["function"]["parameters"]["properties"]["days"] = {{"type", "integer"}};
+  const json expected_args = {{"city", "Paris"}, {"days", 3}};
+  auto r = s.post("/v1/chat/completions", req);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json b = json::parse(r->body);
+  const json& m = b["choices"][0]["message"];
+  EXPECT_EQ(b["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(m["reasoning_content"], "The user wants the weather.");
+  EXPECT_TRUE(m["content"].is_null()) << m.dump();
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  const std::string final_args = m["tool_calls"][0]["function"]["arguments"];
+  EXPECT_EQ(json::parse(final_args), expected_args);
+
+  req["stream"] = true;
+  auto st = s.post("/v1/chat/completions", req);
+  ASSERT_EQ(st->status, 200);
+  std::string reasoning, args;
+  for (const std::string& p : sse_payloads(st->body)) {
+    if (p == "[DONE]") break;
+    const json chunk = json::parse(p);
+    for (const json& ch : chunk["choices"]) {
+      const json& d = ch["delta"];
+      if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+      if (d.contains("tool_calls"))
+        for (const json& tc : d["tool_calls"])
+          if (tc["function"].contains("arguments")) args += tc["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(reasoning, "The user wants the weather.");
+  EXPECT_EQ(args, final_args) << "the streamed fragments are the final arguments";
+}
+
 TEST(HttpTools, ApplyTemplateRendersCallsResultsAndKwargs) {
   if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
   FakeScript script;

@@ -110,6 +110,39 @@ TEST_F(OutputConstraintTest, ForcedToolCallsInHermesSyntax) {
   EXPECT_FALSE(named->allows(tk_->encode("\n", false).at(0))) << "a named choice is one call";
 }
 
+// Qwen3.5 / Qwen3-Coder: the call is XML, its parameters those of the schema, typed values JSON.
+TEST_F(OutputConstraintTest, ForcedToolCallsInQwenXmlSyntax) {
+  const chat::ChatFormat xml{chat::ToolSyntax::kQwenXml, chat::ReasoningSyntax::kThinkTags, true};
+  json body = chat_body();
+  body["tools"] = weather_tools();
+  body["tool_choice"] = "required";
+  auto c = make(body, &xml);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(follows(*c, "<tool_call>\n<function=get_weather>\n<parameter=city>\nSão Paulo\n</parameter>\n"
+                          "<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_TRUE(c->allows(im_end()));
+  EXPECT_TRUE(follows(*c, "\n<tool_call>\n<function=add>\n<parameter=a>\n-2\n</parameter>\n</function>\n</tool_call>"))
+      << "parallel calls";
+
+  auto hermes_json = make(body, &xml);
+  EXPECT_FALSE(follows(*hermes_json, "<tool_call>\n{\"name\"")) << "not the JSON form";
+  auto untyped = make(body, &xml);
+  EXPECT_FALSE(follows(*untyped, "<tool_call>\n<function=add>\n<parameter=a>\ntwo")) << "a is an integer";
+  auto missing = make(body, &xml);
+  EXPECT_FALSE(follows(*missing, "<tool_call>\n<function=get_weather>\n</function>")) << "city is required";
+
+  // Thinking on: the prompt opened the reasoning block, the call follows its end.
+  auto thinking = make(body, &xml, /*in_reasoning=*/true);
+  EXPECT_TRUE(follows(*thinking, "Weather, so get_weather.\n</think>\n\n<tool_call>\n<function=add>\n"
+                                 "<parameter=a>\n7\n</parameter>\n</function>\n</tool_call>"));
+
+  body["tool_choice"] = "auto";
+  auto lazy = make(body, &xml);
+  EXPECT_TRUE(follows(*lazy, "Let me look that up. "));
+  ASSERT_TRUE(follows(*lazy, "<tool_call>\n<function="));
+  EXPECT_FALSE(follows(*lazy, "nope>")) << "inside a call only offered tools";
+}
+
 TEST_F(OutputConstraintTest, AutoToolChoiceIsFreeUntilTheModelOpensACall) {
   const chat::ChatFormat hermes{chat::ToolSyntax::kHermes, chat::ReasoningSyntax::kNone, true};
   json body = chat_body();
