@@ -143,6 +143,70 @@ std::vector<float> llama3_rope_factors(const json& rs, const ModelConfig& c, con
 
 }  // namespace
 
+// Qwen3.5: the text model's fields sit in `text_config` (the multimodal checkpoints) or at the top.
+// Tensors keep HF's conventions, which the loader converts (zero-centred norms, A_log, grouped
+// value heads: DeltaNetDims::grouped_heads).
+ModelConfig qwen35_from_hf(const json& top, const std::string& source) {
+  const auto tc = top.find("text_config");
+  const json& j = tc != top.end() && tc->is_object() ? *tc : top;
+  ModelConfig c;
+  c.arch = Arch::kQwen35;
+  c.rope_layout = RopeLayout::kHalf;
+  c.qk_norm = true;
+  c.attn_output_gate = get_bool(j, "attn_output_gate", source, true);
+  c.d_model = get_int(j, "hidden_size", source, std::nullopt);
+  c.n_layers = get_int(j, "num_hidden_layers", source, std::nullopt);
+  c.n_heads = get_int(j, "num_attention_heads", source, std::nullopt);
+  c.n_kv_heads = get_int(j, "num_key_value_heads", source, c.n_heads);
+  c.d_ff = get_int(j, "intermediate_size", source, std::nullopt);
+  c.vocab_size = get_int(j, "vocab_size", source, std::nullopt);
+  c.head_dim = get_int(j, "head_dim", source, std::nullopt);
+  c.max_ctx = get_int(j, "max_position_embeddings", source, 262144);
+  c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-6f);
+  // rope_theta and partial_rotary_factor: top-level fields, or inside rope_parameters (newer configs).
+  const auto rp = j.find("rope_parameters");
+  const json& rope = rp != j.end() && rp->is_object() ? *rp : j;
+  c.rope_theta = get_float(rope, "rope_theta", source, get_float(j, "rope_theta", source, 10000000.0f));
+  const float partial = get_float(rope, "partial_rotary_factor", source, get_float(j, "partial_rotary_factor", source, 0.25f));
+  c.rope_dim = static_cast<int>(std::lround(c.head_dim * partial));
+  DeltaNetDims& dn = c.deltanet;
+  dn.n_k_heads = get_int(j, "linear_num_key_heads", source, std::nullopt);
+  dn.n_v_heads = get_int(j, "linear_num_value_heads", source, std::nullopt);
+  dn.d_k = get_int(j, "linear_key_head_dim", source, 128);
+  dn.d_v = get_int(j, "linear_value_head_dim", source, 128);
+  dn.conv_kernel = get_int(j, "linear_conv_kernel_dim", source, 4);
+  dn.grouped_heads = true;
+  if (c.n_layers <= 0 || c.n_layers > ModelLimits::kMaxLayers) return c;  // validate() names it
+  c.mixers.assign(static_cast<size_t>(c.n_layers), Mixer::kAttention);
+  if (auto lt = j.find("layer_types"); lt != j.end() && !lt->is_null()) {
+    if (!lt->is_array() || lt->size() != static_cast<size_t>(c.n_layers)) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': layer_types must list num_hidden_layers = " +
+                                          std::to_string(c.n_layers) + " entries, got " + brief(*lt));
+    }
+    for (int l = 0; l < c.n_layers; ++l) {
+      const json& t = (*lt)[static_cast<size_t>(l)];
+      if (t == "linear_attention") {
+        c.mixers[static_cast<size_t>(l)] = Mixer::kDeltaNet;
+      } else if (t != "full_attention") {
+        throw Error(ErrorKind::kUnsupported, "'" + source + "': layer_types[" + std::to_string(l) + "] = " + brief(t) +
+                                                 " is not supported (linear_attention, full_attention)");
+      }
+    }
+  } else {
+    const int interval = get_int(j, "full_attention_interval", source, 4);
+    if (interval <= 0) throw Error(ErrorKind::kFormat, "'" + source + "': full_attention_interval must be > 0");
+    for (int l = 0; l < c.n_layers; ++l) c.mixers[static_cast<size_t>(l)] = (l + 1) % interval ? Mixer::kDeltaNet : Mixer::kAttention;
+  }
+  c.tie_embeddings = get_bool(top, "tie_word_embeddings", source, get_bool(j, "tie_word_embeddings", source, false));
+  for (const json* src : {&top, &j}) {
+    if (std::vector<int> bos = get_id_list(*src, "bos_token_id", source); !bos.empty() && c.bos_id < 0) c.bos_id = bos[0];
+    for (int id : get_id_list(*src, "eos_token_id", source)) {
+      if (std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end()) c.eos_ids.push_back(id);
+    }
+  }
+  return c;
+}
+
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
   json j = parse_json(json_text, source);
   ModelConfig c;
@@ -163,9 +227,13 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
   } else if (arch == "LlamaForCausalLM" || arch == "llama") {
     c.arch = Arch::kLlama;
     c.qkv_bias = get_bool(j, "attention_bias", source, false);
+  } else if (arch == "Qwen3_5ForConditionalGeneration" || arch == "Qwen3_5ForCausalLM" || arch == "qwen3_5" ||
+             arch == "qwen3_5_text") {
+    return qwen35_from_hf(j, source);
   } else {
     throw Error(ErrorKind::kUnsupported, "'" + source + "': architecture '" + arch +
-                                             "' is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");
+                                             "' is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, "
+                                             "Qwen3_5ForConditionalGeneration, Qwen3_5ForCausalLM)");
   }
   c.rope_layout = RopeLayout::kHalf;  // HF stores Q/K unpermuted: rotate-half pairs
   c.d_model = get_int(j, "hidden_size", source, std::nullopt);

@@ -150,6 +150,7 @@ class LocalEngine final : public Engine {
     s.isa = kernels::isa_name(tf_.kernels().isa);
     s.weight_bytes = model_->weight_bytes;
     s.kv_bytes = gen_.kv_bytes();
+    s.recurrent_state_bytes = gen_.recurrent_state_bytes();
     s.parallel = gen_.slots();
     const PromptCache::Stats& pc = gen_.prompt_cache_stats();
     s.prompt_cache_budget_bytes = pc.budget_bytes;

@@ -58,7 +58,8 @@ struct BackendStats {
   int ane_cache_hits = 0;
   double ane_compile_ms = 0;
   int64_t weight_bytes = 0;
-  int64_t kv_bytes = 0;         // every sequence slot's cache
+  int64_t kv_bytes = 0;         // every sequence slot's cache (K/V and any recurrent state)
+  int64_t recurrent_state_bytes = 0;  // of which recurrent (DeltaNet) state: fixed per slot, not per token
   int parallel = 1;             // sequence slots (EngineOptions::parallel)
   int64_t prompt_cache_budget_bytes = 0;  // EngineOptions::prompt_cache_bytes
   int64_t prompt_cache_bytes = 0;         // held now (<= budget)

@@ -89,6 +89,10 @@ int Generator::active() const {
 
 int64_t Generator::kv_bytes() const { return seqs_.front()->kv.bytes() * static_cast<int64_t>(seqs_.size()); }
 
+int64_t Generator::recurrent_state_bytes() const {
+  return seqs_.front()->kv.recurrent_bytes() * static_cast<int64_t>(seqs_.size());
+}
+
 std::span<const int> Generator::cached_tokens() const { return seqs_.front()->cached; }
 
 bool Generator::is_stop(int id, const GenerateRequest& req) const {

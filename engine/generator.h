@@ -44,6 +44,7 @@ class Generator {
   int slots() const { return static_cast<int>(seqs_.size()); }
   int active() const;
   int64_t kv_bytes() const;  // every slot's cache
+  int64_t recurrent_state_bytes() const;  // every slot's recurrent state (part of kv_bytes)
   // Ids whose K/V are in slot 0's cache, positions [0, size) (the slot forward() uses).
   std::span<const int> cached_tokens() const;
   const PromptCache::Stats& prompt_cache_stats() const { return pcache_.stats(); }

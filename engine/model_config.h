@@ -39,7 +39,7 @@ enum class Mixer : uint8_t { kAttention, kDeltaNet };
 const char* mixer_name(Mixer m);
 
 // Gated DeltaNet (Qwen3.5's linear attention): N_k key heads of d_k, N_v value heads of d_v
-// (N_v % N_k == 0; value head j reads key head j % N_k, llama.cpp's tiled order), a causal
+// (N_v % N_k == 0; value head j reads key head key_head(j)), a causal
 // depthwise conv of conv_kernel taps over the [q | k | v] channels.
 struct DeltaNetDims {
   int n_k_heads = 0;
@@ -47,6 +47,10 @@ struct DeltaNetDims {
   int d_k = 0;
   int d_v = 0;
   int conv_kernel = 0;
+  // Value head j reads key head j / (N_v / N_k) (HF's repeat_interleave order) instead of the GGUF's
+  // j % N_k (llama.cpp's converter re-orders the value heads into that tiled order).
+  bool grouped_heads = false;
+  int key_head(int v_head) const { return grouped_heads ? v_head / (n_v_heads / n_k_heads) : v_head % n_k_heads; }
   int key_dim() const { return n_k_heads * d_k; }
   int value_dim() const { return n_v_heads * d_v; }
   int conv_dim() const { return 2 * key_dim() + value_dim(); }

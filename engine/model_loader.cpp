@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -59,31 +60,40 @@ std::string shape_str(const int64_t* s, int n) {
 // Tensor names per format; `layer` < 0 for global tensors.
 struct Names {
   ModelFormat fmt;
-  std::string global(const char* gguf, const char* hf) const { return fmt == ModelFormat::kGguf ? gguf : hf; }
+  std::string hf_model = "model.";  // Qwen3.5's multimodal checkpoints: "model.language_model."
+  std::string global(const char* gguf, const char* hf) const {
+    if (fmt == ModelFormat::kGguf) return gguf;
+    const std::string h = hf;
+    return h.rfind("model.", 0) == 0 ? hf_model + h.substr(6) : h;
+  }
   std::string layer(int l, const char* gguf, const char* hf) const {
     return fmt == ModelFormat::kGguf ? "blk." + std::to_string(l) + "." + gguf
-                                     : "model.layers." + std::to_string(l) + "." + hf;
+                                     : hf_model + "layers." + std::to_string(l) + "." + hf;
   }
 };
 
 // The Gated DeltaNet tensors of one layer (GGUF names; HF names as transformers' Qwen3.5).
 template <typename Add>
-void add_deltanet_slots(const ModelConfig& c, DeltaNetWeights& w, Add&& add) {
+void add_deltanet_slots(const ModelConfig& c, DeltaNetWeights& w, ModelFormat fmt, Add&& add) {
   const DeltaNetDims& dn = c.deltanet;
   const int64_t d = c.d_model, cd = dn.conv_dim(), vd = dn.value_dim(), nv = dn.n_v_heads;
   add(&w.qkv, "attn_qkv.weight", "linear_attn.in_proj_qkv.weight", {cd, d}, "[conv_dim, d_model]", Role::kMatrix);
   add(&w.gate, "attn_gate.weight", "linear_attn.in_proj_z.weight", {vd, d}, "[value_dim, d_model]", Role::kMatrix);
   add(&w.beta, "ssm_beta.weight", "linear_attn.in_proj_b.weight", {nv, d}, "[n_v_heads, d_model]", Role::kMatrix);
   add(&w.alpha, "ssm_alpha.weight", "linear_attn.in_proj_a.weight", {nv, d}, "[n_v_heads, d_model]", Role::kMatrix);
-  add(&w.conv, "ssm_conv1d.weight", "linear_attn.conv1d.weight", {cd, dn.conv_kernel}, "[conv_dim, conv_kernel]", Role::kVector);
+  if (fmt == ModelFormat::kGguf) {
+    add(&w.conv, "ssm_conv1d.weight", "", {cd, dn.conv_kernel}, "[conv_dim, conv_kernel]", Role::kVector);
+  } else {  // PyTorch's Conv1d weight [channels, 1, taps]; squeezed after binding
+    add(&w.conv, "", "linear_attn.conv1d.weight", {cd, 1, dn.conv_kernel}, "[conv_dim, 1, conv_kernel]", Role::kVector);
+  }
   add(&w.dt, "ssm_dt.bias", "linear_attn.dt_bias", {nv}, "[n_v_heads]", Role::kVector);
   add(&w.a, "ssm_a", "linear_attn.A_log", {nv}, "[n_v_heads]", Role::kVector);
   add(&w.norm, "ssm_norm.weight", "linear_attn.norm.weight", {dn.d_v}, "[d_v]", Role::kVector);
   add(&w.out, "ssm_out.weight", "linear_attn.out_proj.weight", {d, vd}, "[d_model, value_dim]", Role::kMatrix);
 }
 
-std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat fmt) {
-  const Names n{fmt};
+std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat fmt, const std::string& hf_model) {
+  const Names n{fmt, hf_model};
   const int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff, v = c.vocab_size;
   std::vector<Slot> s;
   s.push_back({&w.tok_embd, n.global("token_embd.weight", "model.embed_tokens.weight"), {v, d},
@@ -105,7 +115,7 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
     const bool qwen35 = c.arch == Arch::kQwen35;
     add(&L.attn_norm, "attn_norm.weight", "input_layernorm.weight", {d}, "[d_model]", Role::kVector);
     if (c.mixer(l) == Mixer::kDeltaNet) {
-      add_deltanet_slots(c, L.deltanet, add);
+      add_deltanet_slots(c, L.deltanet, fmt, add);
     } else {
       const int64_t qrows = c.attn_output_gate ? 2 * q : q;
       add(&L.wq, "attn_q.weight", "self_attn.q_proj.weight", {qrows, d}, c.attn_output_gate ? "[2 * q_dim, d_model]" : "[q_dim, d_model]", Role::kMatrix);
@@ -188,9 +198,35 @@ TensorView convert_tensor(LoadedModel& m, const TensorView& src, DType to) {
 // Looks a tensor up in whichever file format is open; nullopt when absent.
 using Lookup = std::function<std::optional<TensorView>(const std::string&)>;
 
-void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant) {
+// HF Qwen3.5 tensors to the conventions the engine (and llama.cpp's converter) use: RMSNorm weights
+// 1 + w (HF's norms are zero-centred; the DeltaNet gated norm is not), A_log -> -exp(A_log), the conv
+// weight squeezed to [conv_dim, taps]. Value heads stay grouped (DeltaNetDims::grouped_heads).
+void convert_qwen35_hf(LoadedModel& m) {
+  auto remap = [&](TensorView& t, float (*fn)(float)) {
+    const int64_t n = t.numel();
+    auto* dst = static_cast<float*>(alloc_owned(m, n * 4));
+    const auto* src = static_cast<const float*>(t.data);  // bound vectors are f32 by now
+    for (int64_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
+    t.data = dst;
+  };
+  auto plus_one = [](float x) { return x + 1.0f; };
+  remap(m.weights.out_norm, plus_one);
+  for (LayerWeights& L : m.weights.layers) {
+    remap(L.attn_norm, plus_one);
+    remap(L.ffn_norm, plus_one);
+    if (!L.q_norm.empty()) remap(L.q_norm, plus_one);
+    if (!L.k_norm.empty()) remap(L.k_norm, plus_one);
+    DeltaNetWeights& dn = L.deltanet;
+    if (dn.a.empty()) continue;
+    remap(dn.a, [](float x) { return -std::exp(x); });
+    dn.conv.ndim = 2;
+    dn.conv.shape = {dn.conv.shape[0], dn.conv.shape[2], 0, 0};
+  }
+}
+
+void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant, const std::string& hf_model) {
   const ModelConfig& c = m.config;
-  std::vector<Slot> slots = make_slots(c, m.weights, m.format);
+  std::vector<Slot> slots = make_slots(c, m.weights, m.format, hf_model);
   std::vector<std::string> problems;
   bool only_missing = true;
   for (Slot& s : slots) {
@@ -263,6 +299,7 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
                  "the {} block of {}", m.path, kept, first_kept, dtype_name(*requant),
                  dtype_block_elems(*requant));
   }
+  if (c.arch == Arch::kQwen35 && m.format == ModelFormat::kHf) convert_qwen35_hf(m);
   ModelWeights& w = m.weights;
   if (w.lm_head.empty()) {
     w.lm_head = w.tok_embd;  // tied, or no separate head stored
@@ -282,6 +319,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
   m->path = path;
   m->format = detect_model_format(path);
   Lookup lookup;
+  std::string hf_model = "model.";
   if (m->format == ModelFormat::kGguf) {
     std::shared_ptr<GgufFile> g = GgufFile::open(path);
     m->config = config_from_gguf(*g);
@@ -307,6 +345,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
     m->config = config_from_hf_dir(dir.string());
     std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(fs::is_directory(path) ? path : dir.string());
     m->owners.push_back(st);
+    if (st->find("model.language_model.embed_tokens.weight")) hf_model = "model.language_model.";
     lookup = [st](const std::string& name) -> std::optional<TensorView> {
       if (!st->find(name)) return std::nullopt;
       return st->tensor_view(name);
@@ -318,7 +357,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
     throw Error(ErrorKind::kNotFound, "GGUF '" + path + "' holds no tensors (a vocab-only file?); "
                                       "it cannot be loaded as a model");
   }
-  bind_all(*m, lookup, requant);
+  bind_all(*m, lookup, requant, hf_model);
   return m;
 }
 

@@ -35,6 +35,7 @@ json stats_json(const engine::BackendStats& s) {
   return {{"backend", s.backend}, {"isa", s.isa}, {"ane_programs", s.ane_programs},
           {"ane_cache_hits", s.ane_cache_hits}, {"ane_compile_ms", s.ane_compile_ms},
           {"weight_bytes", s.weight_bytes}, {"kv_bytes", s.kv_bytes},
+          {"recurrent_state_bytes", s.recurrent_state_bytes},
           {"parallel", s.parallel}, {"ane_self_check_rel_error", s.ane_self_check_rel_error}};
 }
 

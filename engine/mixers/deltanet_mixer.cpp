@@ -90,12 +90,12 @@ void DeltaNetMixer::mix(const LayerBatch& b) {
     }
   });
 
-  // The recurrence: one unit per (sequence, value head); value head h reads key head h % N_k.
+  // The recurrence: one unit per (sequence, value head); value head h reads key head key_head(h).
   const int64_t units = static_cast<int64_t>(b.seqs.size()) * nv;
   auto recur = [&](int64_t u0, int64_t u1, int) {
     for (int64_t u = u0; u < u1; ++u) {
       const SeqRows& s = b.seqs[static_cast<size_t>(u / nv)];
-      const int h = static_cast<int>(u % nv), kh = h % nk;
+      const int h = static_cast<int>(u % nv), kh = dn.key_head(h);
       const float* row = a.dn_conv.data() + static_cast<int64_t>(s.row) * conv_dim;
       kernels::DeltaRuleArgs args;
       args.state = s.kv->delta_state(b.layer) + static_cast<int64_t>(h) * dv * dk;

@@ -16,6 +16,9 @@
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/generator.h"
+#include "engine/gguf.h"
+#include "engine/model_config.h"
+#include "engine/safetensors.h"
 #include "tests/support/shared_data.h"
 
 namespace anelm::engine {
@@ -140,7 +143,9 @@ TEST(Qwen35, Q8_0MatchesLlamaCppUpToItsNearTies) {
       const float* row = logits.data() + (prompt.size() - 1 + i) * vocab;
       const int top = static_cast<int>(std::max_element(row, row + vocab) - row);
       agree += top == tf_top[i];
-      if (margin[i] >= rules.clear_lead) EXPECT_EQ(top, tf_top[i]) << name << " step " << i << " (lead " << margin[i] << ")";
+      if (margin[i] >= rules.clear_lead) {
+        EXPECT_EQ(top, tf_top[i]) << name << " step " << i << " (lead " << margin[i] << ")";
+      }
       EXPECT_NEAR(row[tf_top[i]], top_logit[i], rules.logit_tol) << name << " step " << i;
     }
     EXPECT_GE(agree, tf["fa_off_agrees"].get<int>()) << name << ": teacher-forced top-1 agreement of " << n;
@@ -243,6 +248,141 @@ TEST(Qwen35, PromptCacheCheckpointSkipsASharedSystemPrompt) {
   std::printf("[qwen35 prompt cache] 1040-token prompt: prefill %.1f ms fresh, %.1f ms resuming from a %d-token "
               "checkpoint (%.1f ms for the first conversation)\n",
               fresh.prefill_ms, second.prefill_ms, second.cached_tokens, first.prefill_ms);
+}
+
+// The tiny f32 file written back as a HuggingFace Qwen3.5 directory, undoing llama.cpp's converter
+// (shared/docs/qwen35-architecture.md §4.3-4.4): zero-centred norms (w - 1, except the DeltaNet
+// gated norm), A_log = log(-ssm_a), conv1d [channels, 1, taps], and the value heads back in HF's
+// grouped order (tiny has 2 key and 4 value heads, so the order matters). Returns the directory.
+fs::path write_hf_from_gguf(const std::string& gguf_path, const ModelConfig& c, const fs::path& dir) {
+  auto g = GgufFile::open(gguf_path);
+  const DeltaNetDims& dn = c.deltanet;
+  const int r = dn.n_v_heads / dn.n_k_heads;
+  // HF value head h is the GGUF's head (h % r) * N_k + h / r: index of HF element `i` of a v-part
+  // that starts at `at` with heads of `size` elements.
+  auto gguf_index = [&](int64_t i, int64_t at, int64_t size) {
+    if (i < at) return i;
+    const int64_t h = (i - at) / size, within = (i - at) % size;
+    return at + ((h % r) * dn.n_k_heads + h / r) * size + within;
+  };
+  struct Out {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::vector<float> data;
+  };
+  std::vector<Out> outs;
+  for (const GgufTensorInfo& info : g->tensors()) {
+    const TensorView v = g->tensor_view(info);
+    EXPECT_EQ(v.dtype, DType::kF32) << info.name;
+    const auto* src = static_cast<const float*>(v.data);
+    const int64_t rows = v.rows(), cols = v.cols();
+    std::string name = info.name, hf;
+    int layer = -1;
+    if (name.rfind("blk.", 0) == 0) {
+      layer = std::stoi(name.substr(4));
+      name = name.substr(name.find('.', 4) + 1);
+    }
+    const bool delta = layer >= 0 && c.mixer(layer) == Mixer::kDeltaNet;
+    int64_t perm_rows_at = -1, perm_size = 0;   // v-head rows to re-order
+    bool perm_cols = false;                     // ssm_out: its input columns
+    float offset = 0;
+    bool a_log = false;
+    std::vector<int64_t> shape = {rows, cols};
+    if (v.ndim == 1) shape = {cols};
+    static const std::map<std::string, std::string> common = {
+        {"attn_norm.weight", "input_layernorm.weight"}, {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+        {"ffn_gate.weight", "mlp.gate_proj.weight"}, {"ffn_up.weight", "mlp.up_proj.weight"},
+        {"ffn_down.weight", "mlp.down_proj.weight"}, {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_k.weight", "self_attn.k_proj.weight"}, {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+        {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
+        {"attn_gate.weight", "linear_attn.in_proj_z.weight"}, {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
+        {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"}, {"ssm_conv1d.weight", "linear_attn.conv1d.weight"},
+        {"ssm_dt.bias", "linear_attn.dt_bias"}, {"ssm_a", "linear_attn.A_log"}, {"ssm_norm.weight", "linear_attn.norm.weight"},
+        {"ssm_out.weight", "linear_attn.out_proj.weight"}};
+    if (layer < 0) {
+      if (name == "token_embd.weight") hf = "model.language_model.embed_tokens.weight";
+      if (name == "output_norm.weight") hf = "model.language_model.norm.weight", offset = -1;
+      if (name == "output.weight") hf = "lm_head.weight";
+    } else {
+      hf = "model.language_model.layers." + std::to_string(layer) + "." + common.at(name);
+      if (name.find("norm.weight") != std::string::npos && name != "ssm_norm.weight") offset = -1;
+      if (delta) {
+        if (name == "attn_qkv.weight") perm_rows_at = 2 * dn.key_dim(), perm_size = dn.d_v;
+        if (name == "ssm_conv1d.weight") perm_rows_at = 2 * dn.key_dim(), perm_size = dn.d_v, shape = {rows, 1, cols};
+        if (name == "attn_gate.weight") perm_rows_at = 0, perm_size = dn.d_v;
+        if (name == "ssm_beta.weight" || name == "ssm_alpha.weight") perm_rows_at = 0, perm_size = 1;
+        if (name == "ssm_dt.bias" || name == "ssm_a") perm_rows_at = 0, perm_size = 1;
+        if (name == "ssm_out.weight") perm_cols = true;
+        a_log = name == "ssm_a";
+      }
+    }
+    EXPECT_FALSE(hf.empty()) << info.name;
+    Out o{hf, shape, std::vector<float>(static_cast<size_t>(rows * cols))};
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t si = i, sj = j;
+        if (v.ndim == 1 && perm_rows_at >= 0) sj = gguf_index(j, perm_rows_at, perm_size);
+        if (v.ndim == 2 && perm_rows_at >= 0) si = gguf_index(i, perm_rows_at, perm_size);
+        if (perm_cols) sj = gguf_index(j, 0, dn.d_v);
+        float x = src[si * cols + sj] + offset;
+        if (a_log) x = std::log(-x);
+        o.data[static_cast<size_t>(i * cols + j)] = x;
+      }
+    }
+    outs.push_back(std::move(o));
+  }
+  fs::create_directories(dir);
+  std::vector<SafetensorsWriter::Decl> decls;
+  for (const Out& o : outs) decls.push_back({o.name, DType::kF32, o.shape});
+  SafetensorsWriter w((dir / "model.safetensors").string(), decls, {{"format", "pt"}});
+  for (const Out& o : outs) w.append_data(o.data.data(), o.data.size() * sizeof(float));
+  w.finish();
+  nlohmann::json layer_types = nlohmann::json::array();
+  for (int l = 0; l < c.n_layers; ++l) layer_types.push_back(c.mixer(l) == Mixer::kDeltaNet ? "linear_attention" : "full_attention");
+  const nlohmann::json cfg = {
+      {"architectures", {"Qwen3_5ForConditionalGeneration"}},
+      {"model_type", "qwen3_5"},
+      {"tie_word_embeddings", c.tie_embeddings},
+      {"text_config",
+       {{"hidden_size", c.d_model}, {"intermediate_size", c.d_ff}, {"num_hidden_layers", c.n_layers},
+        {"num_attention_heads", c.n_heads}, {"num_key_value_heads", c.n_kv_heads}, {"head_dim", c.head_dim},
+        {"vocab_size", c.vocab_size}, {"rms_norm_eps", c.rms_eps}, {"max_position_embeddings", c.max_ctx},
+        {"rope_parameters", {{"rope_theta", c.rope_theta}, {"partial_rotary_factor", 0.25}}},
+        {"linear_num_key_heads", dn.n_k_heads}, {"linear_num_value_heads", dn.n_v_heads},
+        {"linear_key_head_dim", dn.d_k}, {"linear_value_head_dim", dn.d_v},
+        {"linear_conv_kernel_dim", dn.conv_kernel}, {"layer_types", layer_types}, {"attn_output_gate", true}}}};
+  std::ofstream(dir / "config.json") << cfg.dump(1);
+  return dir;
+}
+
+// The same weights as an HF directory give the same greedy ids (f32: llama.cpp's, from the fixture).
+TEST(Qwen35, HfDirectoryGivesTheSameIds) {
+  REQUIRE_TINY(path, "f32");
+  const nlohmann::json fx = fixture();
+  auto gguf = load(path);
+  const fs::path hf = write_hf_from_gguf(path, gguf->config(), anelm::testing::make_temp_dir("qwen35-hf") / "tiny-hf");
+  gguf.reset();
+  auto eng = load(hf.string());
+  EXPECT_EQ(eng->config().arch, Arch::kQwen35);
+  EXPECT_TRUE(eng->config().deltanet.grouped_heads);
+  EXPECT_EQ(eng->config().rope_dim, 64);
+  for (const char* name : {"fox", "long"}) {
+    const auto want = fx["generated"]["f32"][name].get<std::vector<int>>();
+    EXPECT_EQ(eng->generate(greedy_request(prompt_ids(fx, name), static_cast<int>(want.size())), {}).ids, want) << name;
+  }
+  // A config that does not describe the tensors is refused, naming them (not run on wrong shapes).
+  std::ifstream in(hf / "config.json");
+  nlohmann::json cfg = nlohmann::json::parse(in);
+  in.close();
+  cfg["text_config"]["linear_num_key_heads"] = 4;
+  std::ofstream(hf / "config.json") << cfg.dump();
+  try {
+    load(hf.string());
+    ADD_FAILURE() << "a mismatched config loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("linear_attn.in_proj_qkv.weight"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
