@@ -11,6 +11,7 @@
 #include "engine/error.h"
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
+#include "tools/model_maker_plan.h"
 #include "tools/model_maker_tokenizer.h"
 #include "engine/kernels/quantize.h"
 #include "engine/safetensors.h"
@@ -23,21 +24,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-enum class Kind { kEmbed, kMatrix, kNorm, kBias, kRopeFreqs };
-
-// One tensor to write. `permute_heads` > 0: a llama GGUF Q/K matrix whose rows are stored in
-// llama.cpp's converter order for that many heads.
-struct Plan {
-  std::string gguf_name, hf_name;
-  std::vector<int64_t> shape;  // PyTorch order
-  Kind kind;
-  int permute_heads = 0;
-};
-
 // Llama-3.2's rope_scaling: factor, low_freq_factor, high_freq_factor, original_max_position_embeddings.
 constexpr double kLlama32Scaling[4] = {32, 1, 4, 8192};
 
 ModelConfig shape_config(const MakeModelOptions& o) {
+  if (o.arch == Arch::kQwen35) {
+    if (o.format != ModelFormat::kGguf) throw Error(ErrorKind::kInvalidArgument, "make_model: qwen35 is written as GGUF only");
+    ModelConfig c = qwen35_shape_config(o.shape, o.layers);
+    c.name = "qwen35-" + o.shape + "-random-seed" + std::to_string(o.seed);
+    return c;
+  }
   ModelConfig c;
   c.arch = o.arch;
   const bool llama32 = o.shape.rfind("llama-3.2", 0) == 0;
@@ -92,6 +88,10 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
   std::vector<Plan> p;
   p.push_back({"token_embd.weight", "model.embed_tokens.weight", {v, d}, Kind::kEmbed});
   for (int l = 0; l < c.n_layers; ++l) {
+    if (c.arch == Arch::kQwen35) {
+      add_qwen35_block_plan(c, l, p);
+      continue;
+    }
     const std::string g = "blk." + std::to_string(l) + ".", h = "model.layers." + std::to_string(l) + ".";
     p.push_back({g + "attn_norm.weight", h + "input_layernorm.weight", {d}, Kind::kNorm});
     p.push_back({g + "attn_q.weight", h + "self_attn.q_proj.weight", {q, d}, Kind::kMatrix,
@@ -169,10 +169,13 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
     case Kind::kMatrix: scale = 2.0f / std::sqrt(static_cast<float>(cols)); break;
     case Kind::kNorm: scale = 0.05f, offset = 1.0f; break;
     case Kind::kBias: scale = 0.1f; break;
+    case Kind::kConv: scale = 0.5f; break;
+    case Kind::kDecay: scale = 0.5f; break;
     case Kind::kRopeFreqs: break;
   }
   for (int64_t c = 0; c < cols; ++c) {
     float x = offset + scale * normal_at(key, static_cast<uint64_t>(src * cols + c));
+    if (p.kind == Kind::kDecay) x = -std::exp(x);  // -exp(A_log), as the converter stores it
     if (round_to == DType::kF16) x = f16_to_f32(f32_to_f16(x));
     if (round_to == DType::kBF16) x = bf16_to_f32(f32_to_bf16(x));
     out[c] = x;
@@ -289,6 +292,7 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
   w.add_u32(a + ".attention.value_length", c.head_dim);
   if (c.arch == Arch::kLlama) w.add_u32(a + ".vocab_size", c.vocab_size);
   if (c.pooling != Pooling::kNone) w.add_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling));
+  if (c.arch == Arch::kQwen35) add_qwen35_hparams(c, w);
 }
 
 // Last-token pooling reads the hidden state at the EOS every input ends with (Qwen3-Embedding:
@@ -313,9 +317,10 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   MakerVocab vocab = load_maker_vocab(o.tokenizer);
   if (o.pooling == Pooling::kLast) use_endoftext_eos(vocab);
   int vocab_size = static_cast<int>(vocab.tokens.size());
-  if (o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b") {
-    if (vocab.paddable && vocab_size < 151936) vocab_size = 151936;
-  }
+  // The real checkpoints' embedding rows (the head is a large share of a small model's decode).
+  const int real_rows = o.shape.rfind("qwen3.5-", 0) == 0 ? 248320
+                        : o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b" || o.arch == Arch::kQwen35 ? 151936 : 0;
+  if (vocab.paddable && vocab_size < real_rows) vocab_size = real_rows;
   pad_maker_vocab(vocab, vocab_size);
   c.vocab_size = vocab_size;
   c.bos_id = vocab.bos;
@@ -332,7 +337,9 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     // GGUF keeps norms and biases in f32 as llama.cpp's converter does; HF uses one dtype throughout.
     // A matrix whose rows do not fit the block type falls back as llama.cpp's quantizer would
     // (32-element type, else f16).
-    const bool vec = p.kind == Kind::kNorm || p.kind == Kind::kBias || p.kind == Kind::kRopeFreqs;
+    // kConv too: llama.cpp's ssm_conv kernel reads only an f32 kernel.
+    const bool vec = p.kind == Kind::kNorm || p.kind == Kind::kBias || p.kind == Kind::kRopeFreqs ||
+                     p.kind == Kind::kConv || p.kind == Kind::kDecay;
     types.push_back(gguf && vec ? DType::kF32
                                 : kernels::writable_type_for(o.dtype, p.shape.back()).value_or(DType::kF16));
     int64_t n = 1;

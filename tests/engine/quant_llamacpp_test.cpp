@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "tests/engine/llamacpp_parity.h"
 #include "tests/support/shared_data.h"
 #include "tools/model_maker.h"
 
@@ -26,34 +27,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The three thresholds (near tie, clear lead, logit tolerance) live in one file that
-// bench/parity_llamacpp.py applies to the full-size shapes too.
-struct Rules {
-  double near_tie, clear_lead, logit_tol;
-};
-
-Rules load_rules() {
-  std::ifstream in(fs::path(ANELM_SOURCE_DIR) / "tests/data/engine/llamacpp_parity_rules.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  return {j.at("near_tie").get<double>(), j.at("clear_lead").get<double>(), j.at("logit_tol").get<double>()};
-}
-
-std::vector<int> greedy(Engine& eng, const std::vector<int>& prompt, int n) {
-  GenerateRequest req;
-  req.prompt = prompt;
-  req.max_tokens = n;
-  req.sampling.temperature = 0;
-  req.ignore_eos = true;
-  return eng.generate(req, {}).ids;
-}
-
 TEST(QuantLlamaCpp, GreedyIdsEqualLlamaCppForEveryType) {
   const auto shared = anelm::testing::shared_dir();
   const fs::path quantize = shared ? *shared / "peers/bin/llamacpp-quantize" : fs::path();
   if (!shared || !fs::exists(quantize)) GTEST_SKIP() << "../shared/peers/bin/llamacpp-quantize not found";
   std::ifstream in(fs::path(ANELM_SOURCE_DIR) / "tests/data/engine/qwen3_tiny256_seed11_quants_llamacpp.json");
   const nlohmann::json fx = nlohmann::json::parse(in);
-  const Rules rules = load_rules();
+  const ParityRules rules = load_parity_rules();
 
   const fs::path dir = anelm::testing::make_temp_dir("quant-llamacpp");
   tools::MakeModelOptions o;
@@ -74,35 +54,10 @@ TEST(QuantLlamaCpp, GreedyIdsEqualLlamaCppForEveryType) {
     eo.model_path = out.string();
     eo.threads = 2;
     auto eng = Engine::load(eo);
-    const auto expected = c["generated_ids"].get<std::vector<int>>();
-    const auto tf_top = c["tf_top"].get<std::vector<int>>();
-    const auto top_logit = c["top_logit"].get<std::vector<double>>();
-    const auto margin = c["margin"].get<std::vector<double>>();
-    const int n = static_cast<int>(expected.size());
-
-    // Free-running greedy ids, up to llama.cpp's first near-tie.
-    size_t clear = 0;
-    while (clear < expected.size() && margin[clear] >= rules.near_tie && tf_top[clear] == expected[clear]) ++clear;
-    const auto got = greedy(*eng, prompt, n);
-    EXPECT_EQ(std::vector<int>(got.begin(), got.begin() + clear), std::vector<int>(expected.begin(), expected.begin() + clear))
-        << name << ": first " << clear << " ids (no near-tie before)";
-
-    // Teacher-forced over llama.cpp's sequence: all logits in one forward.
-    std::vector<int> seq = prompt;
-    seq.insert(seq.end(), expected.begin(), expected.end() - 1);
-    const auto logits = eng->forward(seq, 0, /*all_logits=*/true);
-    const size_t vocab = logits.size() / seq.size();
-    int checked = 0;
-    for (int i = 0; i < n; ++i) {
-      const float* row = logits.data() + (prompt.size() - 1 + i) * vocab;
-      const int top = static_cast<int>(std::max_element(row, row + vocab) - row);
-      if (margin[i] >= rules.clear_lead) {
-        EXPECT_EQ(top, tf_top[i]) << name << " step " << i << " (llama.cpp lead " << margin[i] << ")";
-        ++checked;
-      }
-      EXPECT_NEAR(row[tf_top[i]], top_logit[i], rules.logit_tol) << name << " step " << i;
-    }
-    EXPECT_GE(checked, n / 2) << name;
+    LlamaCppPath path{prompt, c["generated_ids"].get<std::vector<int>>(), c["tf_top"].get<std::vector<int>>(),
+                      c["top_logit"].get<std::vector<double>>(), c["margin"].get<std::vector<double>>()};
+    const ParityFigures f = expect_llamacpp_parity(*eng, path, rules, name);
+    EXPECT_GE(f.checked, static_cast<int>(path.generated.size()) / 2) << name;
   }
 }
 

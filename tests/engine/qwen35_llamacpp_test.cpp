@@ -19,7 +19,9 @@
 #include "engine/gguf.h"
 #include "engine/model_config.h"
 #include "engine/safetensors.h"
+#include "tests/engine/llamacpp_parity.h"
 #include "tests/support/shared_data.h"
+#include "tools/model_maker.h"
 
 namespace anelm::engine {
 namespace {
@@ -80,17 +82,6 @@ GenerateRequest greedy_request(std::vector<int> prompt, int n) {
   const std::string var = tiny_model(type);                                                  \
   if (var.empty()) GTEST_SKIP() << "needs ../shared (peers/make_random_qwen35_gguf.py) and python3"
 
-// The three thresholds of tests/data/engine/llamacpp_parity_rules.json (see quant_llamacpp_test.cpp).
-struct Rules {
-  double near_tie, clear_lead, logit_tol;
-};
-
-Rules load_rules() {
-  std::ifstream in(fs::path(ANELM_SOURCE_DIR) / "tests/data/engine/llamacpp_parity_rules.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  return {j.at("near_tie").get<double>(), j.at("clear_lead").get<double>(), j.at("logit_tol").get<double>()};
-}
-
 // Float weights: llama.cpp multiplies f32 (or f16-rounded) activations, as anelm does, so every
 // greedy id must agree, also over the 700-token prompt.
 class Qwen35FloatGreedy : public ::testing::TestWithParam<const char*> {};
@@ -117,41 +108,17 @@ INSTANTIATE_TEST_SUITE_P(Types, Qwen35FloatGreedy, ::testing::Values("f32", "f16
 TEST(Qwen35, Q8_0MatchesLlamaCppUpToItsNearTies) {
   REQUIRE_TINY(path, "q8_0");
   const nlohmann::json fx = fixture();
-  const Rules rules = load_rules();
+  const ParityRules rules = load_parity_rules();
   auto eng = load(path);
   for (const auto& [name, expected] : fx["generated"]["q8_0"].items()) {
-    const auto want = expected.get<std::vector<int>>();
     const nlohmann::json& tf = fx["teacher_forced_q8_0"][name];
-    const auto tf_top = tf["tf_top"].get<std::vector<int>>();
-    const auto top_logit = tf["top_logit"].get<std::vector<double>>();
-    const auto margin = tf["margin"].get<std::vector<double>>();
-    const std::vector<int> prompt = prompt_ids(fx, name);
-    const int n = static_cast<int>(want.size());
-
-    size_t clear = 0;
-    while (clear < want.size() && margin[clear] >= rules.near_tie && tf_top[clear] == want[clear]) ++clear;
-    const auto got = eng->generate(greedy_request(prompt, n), {}).ids;
-    EXPECT_EQ(std::vector<int>(got.begin(), got.begin() + clear), std::vector<int>(want.begin(), want.begin() + clear))
-        << name << ": first " << clear << " ids (no near tie before)";
-
-    std::vector<int> seq = prompt;
-    seq.insert(seq.end(), want.begin(), want.end() - 1);
-    const auto logits = eng->forward(seq, 0, /*all_logits=*/true);
-    const size_t vocab = logits.size() / seq.size();
-    int agree = 0;
-    for (int i = 0; i < n; ++i) {
-      const float* row = logits.data() + (prompt.size() - 1 + i) * vocab;
-      const int top = static_cast<int>(std::max_element(row, row + vocab) - row);
-      agree += top == tf_top[i];
-      if (margin[i] >= rules.clear_lead) {
-        EXPECT_EQ(top, tf_top[i]) << name << " step " << i << " (lead " << margin[i] << ")";
-      }
-      EXPECT_NEAR(row[tf_top[i]], top_logit[i], rules.logit_tol) << name << " step " << i;
-    }
-    EXPECT_GE(agree, tf["fa_off_agrees"].get<int>()) << name << ": teacher-forced top-1 agreement of " << n;
+    const LlamaCppPath p{prompt_ids(fx, name), expected.get<std::vector<int>>(), tf["tf_top"].get<std::vector<int>>(),
+                         tf["top_logit"].get<std::vector<double>>(), tf["margin"].get<std::vector<double>>()};
+    const ParityFigures f = expect_llamacpp_parity(*eng, p, rules, name);
+    const int n = static_cast<int>(p.generated.size()), floor = tf["fa_off_agrees"].get<int>();
+    EXPECT_GE(f.agree, floor) << name << ": teacher-forced top-1 agreement of " << n;
     std::printf("[qwen35 q8_0 %s] free-running ids equal for %zu (llama.cpp's first near tie), teacher-forced top-1 "
-                "agreement %d/%d (llama.cpp fa off vs on: %d/%d)\n",
-                name.c_str(), clear, agree, n, tf["fa_off_agrees"].get<int>(), n);
+                "agreement %d/%d (llama.cpp fa off vs on: %d/%d)\n", name.c_str(), f.clear, f.agree, n, floor, n);
   }
 }
 
@@ -383,6 +350,36 @@ TEST(Qwen35, HfDirectoryGivesTheSameIds) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("linear_attn.in_proj_qkv.weight"), std::string::npos) << e.what();
   }
+}
+
+// `anelm make-model --arch qwen35` writes files llama.cpp runs: its greedy ids on a made tiny f32
+// model (run now, through the peer kit) equal anelm's.
+TEST(Qwen35, MadeModelRunsTheSameInLlamaCpp) {
+  const auto shared = anelm::testing::shared_dir();
+  const fs::path generate = shared ? *shared / "peers/bin/llamacpp-generate" : fs::path();
+  if (!shared || !fs::exists(generate)) GTEST_SKIP() << "../shared/peers/bin/llamacpp-generate not found";
+  ANELM_REQUIRE_SHARED_MODEL(vocab, "ggml-vocab-qwen35.gguf");
+  const fs::path dir = anelm::testing::make_temp_dir("qwen35-made");
+  tools::MakeModelOptions o;
+  o.arch = Arch::kQwen35;
+  o.shape = "tiny";
+  o.dtype = DType::kF32;
+  o.seed = 3;
+  o.tokenizer = vocab.string();
+  const tools::MadeModel made = tools::make_model(o, (dir / "made.gguf").string());
+  EXPECT_EQ(made.config.n_attention_layers(), 1);
+  const std::vector<int> prompt = {785, 3974, 13876, 38835, 34208, 916, 279};
+  std::string ids;
+  for (int id : prompt) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+  const fs::path out = dir / "llamacpp.json";
+  const std::string cmd = "'" + generate.string() + "' '" + made.path + "' --prompt-ids '" + ids +
+                          "' --n 24 --threads 2 2>/dev/null | tail -n 1 > '" + out.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  const nlohmann::json peer = nlohmann::json::parse(in);
+  const auto want = peer.at("generated_ids").get<std::vector<int>>();
+  ASSERT_EQ(want.size(), 24u);
+  EXPECT_EQ(load(made.path)->generate(greedy_request(prompt, 24), {}).ids, want);
 }
 
 }  // namespace
