@@ -141,7 +141,15 @@ std::vector<float> llama3_rope_factors(const json& rs, const ModelConfig& c, con
   return llama3_rope_freq_factors(c.rope_theta, c.rope_dim, factor, low, high, old_ctx);
 }
 
-}  // namespace
+// The sizes every decoder config.json names alike.
+void read_sizes(const json& j, const std::string& source, ModelConfig& c) {
+  c.d_model = get_int(j, "hidden_size", source, std::nullopt);
+  c.n_layers = get_int(j, "num_hidden_layers", source, std::nullopt);
+  c.n_heads = get_int(j, "num_attention_heads", source, std::nullopt);
+  c.n_kv_heads = get_int(j, "num_key_value_heads", source, c.n_heads);
+  c.d_ff = get_int(j, "intermediate_size", source, std::nullopt);
+  c.vocab_size = get_int(j, "vocab_size", source, std::nullopt);
+}
 
 // Qwen3.5: the text model's fields sit in `text_config` (the multimodal checkpoints) or at the top.
 // Tensors keep HF's conventions, which the loader converts (zero-centred norms, A_log, grouped
@@ -154,12 +162,7 @@ ModelConfig qwen35_from_hf(const json& top, const std::string& source) {
   c.rope_layout = RopeLayout::kHalf;
   c.qk_norm = true;
   c.attn_output_gate = get_bool(j, "attn_output_gate", source, true);
-  c.d_model = get_int(j, "hidden_size", source, std::nullopt);
-  c.n_layers = get_int(j, "num_hidden_layers", source, std::nullopt);
-  c.n_heads = get_int(j, "num_attention_heads", source, std::nullopt);
-  c.n_kv_heads = get_int(j, "num_key_value_heads", source, c.n_heads);
-  c.d_ff = get_int(j, "intermediate_size", source, std::nullopt);
-  c.vocab_size = get_int(j, "vocab_size", source, std::nullopt);
+  read_sizes(j, source, c);
   c.head_dim = get_int(j, "head_dim", source, std::nullopt);
   c.max_ctx = get_int(j, "max_position_embeddings", source, 262144);
   c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-6f);
@@ -168,6 +171,9 @@ ModelConfig qwen35_from_hf(const json& top, const std::string& source) {
   const json& rope = rp != j.end() && rp->is_object() ? *rp : j;
   c.rope_theta = get_float(rope, "rope_theta", source, get_float(j, "rope_theta", source, 10000000.0f));
   const float partial = get_float(rope, "partial_rotary_factor", source, get_float(j, "partial_rotary_factor", source, 0.25f));
+  if (!(partial > 0.0f && partial <= 1.0f)) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': partial_rotary_factor = " + std::to_string(partial) + " must be in (0, 1]");
+  }
   c.rope_dim = static_cast<int>(std::lround(c.head_dim * partial));
   DeltaNetDims& dn = c.deltanet;
   dn.n_k_heads = get_int(j, "linear_num_key_heads", source, std::nullopt);
@@ -207,6 +213,8 @@ ModelConfig qwen35_from_hf(const json& top, const std::string& source) {
   return c;
 }
 
+}  // namespace
+
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
   json j = parse_json(json_text, source);
   ModelConfig c;
@@ -236,12 +244,7 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
                                              "Qwen3_5ForConditionalGeneration, Qwen3_5ForCausalLM)");
   }
   c.rope_layout = RopeLayout::kHalf;  // HF stores Q/K unpermuted: rotate-half pairs
-  c.d_model = get_int(j, "hidden_size", source, std::nullopt);
-  c.n_layers = get_int(j, "num_hidden_layers", source, std::nullopt);
-  c.n_heads = get_int(j, "num_attention_heads", source, std::nullopt);
-  c.n_kv_heads = get_int(j, "num_key_value_heads", source, c.n_heads);
-  c.d_ff = get_int(j, "intermediate_size", source, std::nullopt);
-  c.vocab_size = get_int(j, "vocab_size", source, std::nullopt);
+  read_sizes(j, source, c);
   c.head_dim = get_int(j, "head_dim", source, c.n_heads > 0 ? c.d_model / c.n_heads : 0);
   c.rope_dim = c.head_dim;
   c.max_ctx = get_int(j, "max_position_embeddings", source, 2048);

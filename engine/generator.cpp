@@ -125,8 +125,8 @@ Generator::Sequence* Generator::choose_slot(std::span<const int> prompt) {
 int Generator::reuse_prefix(Sequence& s, std::span<const int> prompt) {
   const int n_prompt = static_cast<int>(prompt.size());
   const int common = common_prefix(s.cached, prompt);
-  int reuse = std::min(common, n_prompt - 1);
   if (cfg_.recurrent()) return reuse_checkpoint(s, prompt, common);
+  int reuse = std::min(common, n_prompt - 1);
   if (pcache_.enabled()) {
     if (common < static_cast<int>(s.cached.size()) && static_cast<int>(s.cached.size()) >= kMinCachedPrefix) {
       pcache_.store(s.cached, s.kv);

@@ -49,7 +49,6 @@ class KvCache {
   // delta-rule matrices (each head's S transposed, as llama.cpp), zero at a sequence's start.
   float* conv_state(int layer) { return rec_.data() + rec_off_[static_cast<size_t>(layer)]; }
   float* delta_state(int layer) { return conv_state(layer) + conv_floats_; }
-  const float* conv_state(int layer) const { return rec_.data() + rec_off_[static_cast<size_t>(layer)]; }
   int64_t recurrent_bytes() const { return static_cast<int64_t>(rec_.size() * sizeof(float)); }
   // How many tokens the recurrent state has absorbed (it cannot be cut back to a shorter prefix); -1
   // while a pass is writing it or after one was abandoned. Always 0 without recurrent layers.

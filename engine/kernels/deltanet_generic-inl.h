@@ -2,19 +2,6 @@
 // file through kernels_generic-inl.h: the plain loops with fixed-width partial sums vectorise under
 // each file's -m flags. No include guard on purpose (see kernels_generic-inl.h).
 
-// Sum of a[i] * b[i] with 16 independent partial sums.
-inline float g_dot(const float* a, const float* b, int n) {
-  float acc[16] = {};
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) acc[j] += a[i + j] * b[i + j];
-  }
-  float s = 0.0f;
-  for (int j = 0; j < 16; ++j) s += acc[j];
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // One value head over a.n tokens: every state row (one value dim) is read twice per token, once for
 // the prediction and once for the update fused with the read-out, while it sits in L1.
 void g_delta_rule(const DeltaRuleArgs& a) {

@@ -5,18 +5,20 @@
 
 // ---- elementwise --------------------------------------------------------------------------------
 
-// Sum of squares with 16 independent partial sums (vectorisable without -ffast-math).
-inline float g_sum_squares(const float* x, int n) {
+// Sum of a[i] * b[i] with 16 independent partial sums (vectorisable without -ffast-math).
+inline float g_dot(const float* a, const float* b, int n) {
   float acc[16] = {};
   int i = 0;
   for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) acc[j] += x[i + j] * x[i + j];
+    for (int j = 0; j < 16; ++j) acc[j] += a[i + j] * b[i + j];
   }
   float s = 0.0f;
   for (int j = 0; j < 16; ++j) s += acc[j];
-  for (; i < n; ++i) s += x[i] * x[i];
+  for (; i < n; ++i) s += a[i] * b[i];
   return s;
 }
+
+inline float g_sum_squares(const float* x, int n) { return g_dot(x, x, n); }
 
 void g_rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
   const float scale = 1.0f / std::sqrt(g_sum_squares(x, n) / static_cast<float>(n) + eps);
