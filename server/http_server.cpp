@@ -17,6 +17,7 @@
 #include "server/handlers.h"
 #include "server/http_listener.h"
 #include "server/http_policy.h"
+#include "server/webui_routes.h"
 
 namespace anelm::server {
 
@@ -56,6 +57,8 @@ const Route kRoutes[] = {
     {"POST", "/tokenize", false, false, handle_tokenize},
     {"POST", "/detokenize", false, false, handle_detokenize},
     {"GET", "/metrics", false, false, handle_metrics},
+    {"GET", "/", false, true, handle_webui},        // the chat page (the page asks for the key)
+    {"GET", "/webui/", true, true, handle_webui},   // its scripts and styles
 };
 
 bool path_matches(const Route& r, const std::string& path) {
