@@ -82,6 +82,7 @@ done
 needs_js=0 needs_agents=0
 while IFS=$'\t' read -r n name lang target; do
   if [ "$target" != - ]; then
+    # shellcheck disable=SC2088  # the literal "~/" the doc writes, not this shell's HOME
     [[ "$target" == "~/"* ]] || die "$doc: block $n of '$name': file=$target must start with ~/ (the client's HOME)"
     [[ "$target" != *..* ]] || die "$doc: block $n of '$name': file=$target leaves the HOME"
     continue
@@ -260,8 +261,8 @@ attempt() {
 passed=0 failed=0 skipped=0
 t_all=$SECONDS
 for name in "${recipes[@]}"; do
-  kind=js
-  cut -f2,3,4 <<<"$manifest" | grep -q -x "$name"$'\tsh\t-' && kind=sh
+  kind="js"
+  cut -f2,3,4 <<<"$manifest" | grep -q -x "$name"$'\tsh\t-' && kind="sh"
   skip="$js_skip" must_fail="$js_fail"
   [ "$kind" = sh ] && skip="$agents_skip" must_fail="$agents_fail"
   if [ -n "$skip" ]; then
