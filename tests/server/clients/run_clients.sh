@@ -98,6 +98,19 @@ done <<<"$manifest"
 for name in "${recipes[@]}"; do
   cut -f2,4 <<<"$manifest" | grep -q -x "$name"$'\t-' || die "$doc: recipe '$name' has no block to run"
 done
+# The doc's labels must be true: a "## ... (executed)" section holds a recipe, a "(not executed)" one none.
+mislabelled="$(awk '
+  function close_section() { if (label == "executed" && markers == 0) print "no recipe under \"" heading "\"" }
+  /^## / {
+    close_section()
+    heading = $0; markers = 0; label = ""
+    if ($0 ~ /\(not executed\)[ \t]*$/) label = "not"; else if ($0 ~ /\(executed\)[ \t]*$/) label = "executed"
+    next
+  }
+  /^<!-- test: / && label == "not" { print "a recipe under \"" heading "\"" }
+  /^<!-- test: / { markers++ }
+  END { close_section() }' "$doc")"
+[ -z "$mislabelled" ] || die "$doc: section labels disagree with the recipes: $(tr '\n' ';' <<<"$mislabelled")"
 
 # --- the serve block: the doc's flags, with our model, a free port and the end bias ---------------
 serve_block="$(cut -f1,2 <<<"$manifest" | awk -F'\t' '$2 == "serve" { print $1 }')"
