@@ -220,6 +220,7 @@ run_recipe() {
       continue
     fi
     f="$run/recipe-$n.$lang"
+    [ "$lang" = js ] && f="$run/recipe-$n.mjs"  # an ES module whatever Node's detection of .js files says
     sed "s|$doc_base|$base|g" "$work/blocks/$n" >"$f"
     # env -i: nothing of the caller's environment (API keys, proxies, a real HOME) reaches the client.
     case "$lang" in
