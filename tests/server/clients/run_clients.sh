@@ -183,6 +183,7 @@ fi
 # Starts a server with the doc's flags, its log in $1; sets server_pid and base. Returns 1 with a reason.
 start_server() {
   local log="$1" port="" deadline
+  : >"$log"  # the child opens it only after the fork: the first grep below could miss it
   "$build/anelm" serve --model "$model" --host 127.0.0.1 --port 0 "${serve_args[@]}" \
     --logit-bias "151645+$end_bias" >"$log" 2>&1 &
   server_pid=$!
