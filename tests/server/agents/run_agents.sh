@@ -107,6 +107,7 @@ fi
 # Starts a server for one client, its log in $1; sets server_pid and base. Returns 1 with a reason.
 start_server() {
   local log="$1" port="" deadline
+  : >"$log"  # exists before the first poll below (the background redirection may not have run yet)
   # shellcheck disable=SC2086
   "$build/anelm" serve --model "$model" --alias "$model_id" --host 127.0.0.1 --port 0 --ctx "$ctx" \
     --parallel 2 --logit-bias "151645+$end_bias" ${ANELM_AGENTS_SERVER_ARGS:-} >"$log" 2>&1 &
