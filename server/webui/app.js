@@ -155,7 +155,13 @@ function sampling() {
 
 // ---- the server: model and health ----------------------------------------------------------------
 
-async function loadModel() {
+let modelLoading = null;  // the /v1/models request in flight (start-up and the first health poll share it)
+function loadModel() {
+  modelLoading ??= fetchModel().finally(() => { modelLoading = null; });
+  return modelLoading;
+}
+
+async function fetchModel() {
   try {
     const res = await fetch('/v1/models', { cache: 'no-store' });
     const body = await res.json();
@@ -182,7 +188,7 @@ async function pollHealth() {
     ready = res.ok;
     if (res.ok) {
       showHealth('ok', `ready · ${h.requests_processing ?? 0}/${h.parallel ?? '?'} busy`);
-      if (!state.modelId || !h.n_ctx) await loadModel();
+      if (h.model !== state.modelId) await loadModel();  // first poll, or a restart with another model
     } else if (h.status === 'loading') {
       showHealth('loading', `loading ${Math.round((h.progress || 0) * 100)}%`);
     } else if (h.status === 'draining') {

@@ -183,6 +183,61 @@ await check('a reload restores both conversations, and deleting one is kept', as
   return 'titles, texts, settings and a deletion survived reloads';
 });
 
+// Reasoning and tool calls need a model that makes them: the stream is canned here (page.route), in
+// the server's chunk shapes (server/http-api.md, Streaming), and the page's next request is checked.
+await check('reasoning is folded away, tool calls and JSON are preformatted (canned stream)', async () => {
+  const sse = (chunks) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('') + 'data: [DONE]\n\n';
+  const delta = (d, finish = null) => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: d, finish_reason: finish }] });
+  const replies = [
+    sse([delta({ role: 'assistant', content: '' }), delta({ reasoning_content: 'Let me think. ' }),
+         delta({ reasoning_content: 'The user wants the weather.' }),
+         delta({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+         delta({ tool_calls: [{ index: 0, function: { arguments: '{"city": ' } }] }),
+         delta({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }), delta({}, 'tool_calls')]),
+    sse([delta({ role: 'assistant', content: '' }), delta({ content: '{"temps": [18, ' }), delta({ content: '21]}' }),
+         delta({}, 'stop')]),
+  ];
+  const bodies = [];
+  await page.route('**/v1/chat/completions', (route) => {
+    bodies.push(JSON.parse(route.request().postData()));
+    route.fulfill({ status: 200, contentType: 'text/event-stream', body: replies[bodies.length - 1] });
+  });
+  try {
+    await page.click('#new-chat');
+    await sendMessage(page, 'Weather in Paris?');
+    await page.waitForSelector('#messages article.msg.assistant[data-state="done"]', { timeout: 10000 });
+    const reply = lastReply(page);
+    const details = reply.locator('details.reasoning');
+    expect(await details.isVisible() && !(await details.evaluate((d) => d.open)), 'the reasoning is not a closed <details>');
+    expect(await details.locator('summary').textContent() === 'Reasoning (8 words)',
+           `summary "${await details.locator('summary').textContent()}"`);
+    expect(await details.locator('pre').textContent() === 'Let me think. The user wants the weather.', 'reasoning text');
+    expect(await reply.locator('.tool-name').textContent() === 'tool call: get_weather (call_1)', 'tool call name');
+    expect(await reply.locator('.tool-call pre.json').textContent() === JSON.stringify({ city: 'Paris' }, null, 2),
+           'tool call arguments not pretty-printed');
+    expect((await reply.locator('.meta').textContent()).includes('ended in a tool call'), 'finish not shown');
+
+    await sendMessage(page, 'And as JSON?');
+    await page.waitForFunction(() => document.querySelectorAll('#messages article.msg.assistant[data-state="done"]').length === 2,
+                               null, { timeout: 10000 });
+    const json = await lastReply(page).locator('.content pre.json').textContent();
+    expect(json === JSON.stringify({ temps: [18, 21] }, null, 2), `JSON reply shown as "${json}"`);
+    // The second request carries the call back as an assistant tool_calls message, without the reasoning.
+    const sent = bodies[1].messages;
+    const call = sent[1];
+    expect(sent.length === 3 && call.role === 'assistant' && call.content === null && !('reasoning_content' in call) &&
+           call.tool_calls?.[0]?.function?.arguments === '{"city": "Paris"}' && call.tool_calls[0].id === 'call_1',
+           `second request's messages: ${JSON.stringify(sent)}`);
+    expect(bodies[1].stream === true && bodies[1].temperature === 0.7 && !('max_tokens' in bodies[1]),
+           `request fields: ${JSON.stringify({ ...bodies[1], messages: undefined })}`);
+    expect(errors.length === 0, errors.join('; '));
+    await page.screenshot({ path: path.join(out, 'webui-tools.png'), fullPage: true });
+    return 'reasoning closed, call and JSON pretty-printed, call sent back';
+  } finally {
+    await page.unroute('**/v1/chat/completions');
+  }
+});
+
 // A fresh browser profile (no stored key) against the server started with --api-key.
 const keyContext = await browser.newContext({ viewport: { width: 1200, height: 800 } });
 const keyPage = await keyContext.newPage();
