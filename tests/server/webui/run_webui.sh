@@ -43,7 +43,10 @@ fi
 if [ ! -x "$chromium" ] && [ -z "${CHROMIUM:-}" ]; then
   install chromium >/dev/null 2>&1 || true
 fi
-[ -x "$chromium" ] || skip_or_fail "$chromium is missing and the Debian package chromium could not be installed"
+if [ ! -x "$chromium" ]; then
+  [ -n "${CHROMIUM:-}" ] && skip_or_fail "CHROMIUM=$chromium is not an executable"
+  skip_or_fail "$chromium is missing and the Debian package chromium could not be installed"
+fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   install nodejs npm >/dev/null 2>&1 || true
 fi
