@@ -1,10 +1,11 @@
-// Maps GGUF metadata keys to ModelConfig fields for the llama and qwen2 architectures.
+// Maps GGUF metadata keys to ModelConfig fields: the common <arch>.* keys, then each architecture's own.
 #include "engine/config_gguf.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include "engine/error.h"
+#include "engine/families.h"
 
 namespace anelm::engine {
 
@@ -95,9 +96,13 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     c.rope_layout = RopeLayout::kHalf;  // IMROPE: for text, NeoX pairs on the rotated dims
     c.qk_norm = true;
     c.attn_output_gate = true;
+  } else if (arch == "granite") {
+    c.arch = Arch::kGranite;
+  } else if (arch == "smollm3") {
+    c.arch = Arch::kSmolLM3;
   } else {
     throw Error(ErrorKind::kUnsupported, "GGUF '" + g.path() + "': architecture '" + arch +
-                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35)");
+                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35, granite, smollm3)");
   }
   c.name = g.find_string("general.name")
                .value_or(std::filesystem::path(g.path()).stem().string());
@@ -122,6 +127,8 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   }
 
   if (c.arch == Arch::kQwen35) read_hybrid_layers(g, p, c);
+  if (c.arch == Arch::kGranite) granite_from_gguf(g, c);
+  if (c.arch == Arch::kSmolLM3) smollm3_from_gguf(g, c);
 
   c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
   // llama.cpp's pooling types 0-3. Rank (4: a reranker's classifier head) and unknown values leave

@@ -1,4 +1,5 @@
-// ModelConfig from GGUF metadata (general.architecture llama | qwen2 and the <arch>.* keys).
+// ModelConfig from GGUF metadata (general.architecture llama | qwen2 | qwen3 | qwen35 | granite | smollm3
+// and the <arch>.* keys; granite and smollm3 through engine/families.h).
 #pragma once
 
 #include "engine/gguf.h"

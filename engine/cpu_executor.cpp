@@ -1,5 +1,6 @@
 // CPU decoder layer: RMSNorm -> the layer's token mixer + residual -> RMSNorm -> fused gate/up ->
-// SiLU*up -> down + residual; and the fused row-parallel linear every CPU matmul goes through.
+// SiLU*up -> down + residual (Granite: the residual branches and layer 0's input scaled); and the
+// fused row-parallel linear every CPU matmul goes through.
 #include "engine/cpu_executor.h"
 
 #include <algorithm>
@@ -78,12 +79,16 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   const auto* attn_norm = static_cast<const float*>(L.attn_norm.data);
   const auto* ffn_norm = static_cast<const float*>(L.ffn_norm.data);
 
+  // Granite scales the token embeddings before the first layer (the CPU runs every layer of a
+  // model with multipliers: the ANE programs have none).
+  if (b.layer == 0 && cfg_.embedding_scale != 1.0f) scale_rows(b.x, n, d, cfg_.embedding_scale);
+
   // ---- token mixer: x += mixer(norm(x)) (attention or Gated DeltaNet, per the layer's kind)
   for_tokens(pool_, n, [&](int t0, int t1) {
     for (int t = t0; t < t1; ++t) k_.rmsnorm(b.x + t * d, attn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
   });
   mixers_[static_cast<size_t>(b.layer)]->mix(b);
-  k_.add(b.x, a.proj.data(), n * d, b.x);
+  add_residual(b.x, a.proj.data(), n, d);
 
   // ---- feed-forward block: x += w_down . (silu(w_gate . norm(x)) * (w_up . norm(x)))
   for_tokens(pool_, n, [&](int t0, int t1) {
@@ -97,7 +102,19 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   });
   const LinearOut down[] = {{&L.w_down, a.proj.data()}};
   parallel_linear(pool_, k_, a.gate.data(), n, d_ff, down, a.xq.data(), a.xk.data(), inline_macs_);
-  k_.add(b.x, a.proj.data(), n * d, b.x);
+  add_residual(b.x, a.proj.data(), n, d);
+}
+
+void CpuExecutor::scale_rows(float* x, int n, int d, float s) {
+  for_tokens(pool_, n, [&](int t0, int t1) {
+    for (int64_t i = static_cast<int64_t>(t0) * d; i < static_cast<int64_t>(t1) * d; ++i) x[i] *= s;
+  });
+}
+
+// x += residual_scale * out (Granite's residual multiplier; 1 for every other family).
+void CpuExecutor::add_residual(float* x, float* out, int n, int d) {
+  if (cfg_.residual_scale != 1.0f) scale_rows(out, n, d, cfg_.residual_scale);
+  k_.add(x, out, n * d, x);
 }
 
 }  // namespace anelm::engine

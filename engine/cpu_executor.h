@@ -40,6 +40,9 @@ class CpuExecutor final : public LayerExecutor {
   void run_layer(const LayerBatch& batch) override;
 
  private:
+  void scale_rows(float* x, int n, int d, float s);
+  void add_residual(float* x, float* out, int n, int d);
+
   const ModelConfig& cfg_;
   const ModelWeights& w_;
   ThreadPool& pool_;

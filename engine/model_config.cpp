@@ -34,6 +34,8 @@ const char* arch_name(Arch a) {
     case Arch::kQwen2: return "qwen2";
     case Arch::kQwen3: return "qwen3";
     case Arch::kQwen35: return "qwen35";
+    case Arch::kGranite: return "granite";
+    case Arch::kSmolLM3: return "smollm3";
   }
   return "unknown";
 }
@@ -42,6 +44,10 @@ const char* mixer_name(Mixer m) { return m == Mixer::kAttention ? "attention" : 
 
 bool ModelConfig::recurrent() const {
   return std::find(mixers.begin(), mixers.end(), Mixer::kDeltaNet) != mixers.end();
+}
+
+float ModelConfig::attn_scale() const {
+  return attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
 
 int ModelConfig::n_attention_layers() const {
@@ -135,6 +141,18 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (!mixers.empty() && static_cast<int>(mixers.size()) != n_layers) {
     p.add("mixers.size", mixers.size(), "must be n_layers = " + std::to_string(n_layers));
+  }
+  if (!nope_layers.empty() && static_cast<int>(nope_layers.size()) != n_layers) {
+    p.add("nope_layers.size", nope_layers.size(), "must be n_layers = " + std::to_string(n_layers));
+  }
+  auto positive = [&](const char* field, float value) {
+    if (!(value > 0.0f) || !std::isfinite(value)) p.add(field, value, "must be finite and > 0");
+  };
+  positive("embedding_scale", embedding_scale);
+  positive("residual_scale", residual_scale);
+  positive("logit_scale", logit_scale);
+  if (!(attention_scale >= 0.0f) || !std::isfinite(attention_scale)) {
+    p.add("attention_scale", attention_scale, "must be finite and >= 0 (0: 1/sqrt(head_dim))");
   }
   if (recurrent()) {
     const DeltaNetDims& dn = deltanet;

@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen35 };
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3 };
 
 const char* arch_name(Arch a);
 
@@ -90,7 +90,21 @@ struct ModelConfig {
   // and the attention output is multiplied by sigmoid(gate) before the output projection.
   bool attn_output_gate = false;
 
+  // Granite's multipliers (engine/family_granite.cpp); 1 (attention_scale 0) leaves Llama's layer:
+  // the token embeddings times embedding_scale, every mixer and FFN output times residual_scale
+  // before its residual add, attention scores times attention_scale instead of 1/sqrt(head_dim),
+  // logits divided by logit_scale.
+  float embedding_scale = 1.0f;
+  float residual_scale = 1.0f;
+  float attention_scale = 0.0f;
+  float logit_scale = 1.0f;
+  // Attention layers that use no positions (NoPE: no RoPE on q and k), [n_layers]; empty means
+  // every layer rotates (SmolLM3: every 4th layer is NoPE).
+  std::vector<bool> nope_layers;
+
   Mixer mixer(int layer) const { return mixers.empty() ? Mixer::kAttention : mixers[static_cast<size_t>(layer)]; }
+  bool rope(int layer) const { return nope_layers.empty() || !nope_layers[static_cast<size_t>(layer)]; }
+  float attn_scale() const;          // attention_scale, else 1/sqrt(head_dim)
   bool recurrent() const;            // any layer keeps a recurrent state (prefixes cannot be cut back)
   int n_attention_layers() const;    // layers with a KV cache
 

@@ -301,6 +301,16 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
   }
   if (c.arch == Arch::kQwen35 && m.format == ModelFormat::kHf) convert_qwen35_hf(m);
   ModelWeights& w = m.weights;
+  // Granite divides its logits by logit_scale: the head is linear in the final norm's weight, so the
+  // division is folded into that weight and every head executor (CPU, ANE) computes it (exactly for
+  // Granite's power-of-two scales). The normed states embeddings pool from carry it too, which L2
+  // normalisation cancels.
+  if (c.logit_scale != 1.0f) {
+    auto* scaled = static_cast<float*>(alloc_owned(m, w.out_norm.numel() * 4));
+    const auto* src = static_cast<const float*>(w.out_norm.data);
+    for (int64_t i = 0; i < w.out_norm.numel(); ++i) scaled[i] = src[i] / c.logit_scale;
+    w.out_norm.data = scaled;
+  }
   if (w.lm_head.empty()) {
     w.lm_head = w.tok_embd;  // tied, or no separate head stored
     m.config.tie_embeddings = true;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/families.h"
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
 #include "tools/model_maker_plan.h"
@@ -32,6 +33,15 @@ ModelConfig shape_config(const MakeModelOptions& o) {
     if (o.format != ModelFormat::kGguf) throw Error(ErrorKind::kInvalidArgument, "make_model: qwen35 is written as GGUF only");
     ModelConfig c = qwen35_shape_config(o.shape, o.layers);
     c.name = "qwen35-" + o.shape + "-random-seed" + std::to_string(o.seed);
+    return c;
+  }
+  if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3) {
+    if (o.format != ModelFormat::kGguf) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + arch_name(o.arch) + " is written as GGUF only");
+    }
+    ModelConfig c = o.arch == Arch::kGranite ? granite_shape_config(o.shape, o.layers) : smollm3_shape_config(o.shape, o.layers);
+    c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
+    c.pooling = o.pooling;
     return c;
   }
   ModelConfig c;
@@ -83,6 +93,7 @@ ModelConfig shape_config(const MakeModelOptions& o) {
   return c;
 }
 
+// llama_gguf: Q/K rows in llama.cpp's converter order (Llama and the families converted as Llama).
 std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
   const int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff, v = c.vocab_size;
   std::vector<Plan> p;
@@ -163,7 +174,10 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
   const int64_t src = source_row(p, r);
   float scale = 0, offset = 0;
   switch (p.kind) {
-    case Kind::kEmbed: scale = 0.5f; break;
+    // Granite multiplies the embeddings by embedding_scale (12): its stream starts as large as the
+    // other families' (a trained Granite's embeddings are as small), and the layers' residual-scaled
+    // outputs still move it (at 0.5 * 12 the model repeats its input token).
+    case Kind::kEmbed: scale = 0.5f / cfg.embedding_scale; break;
     // 2/sqrt(fan_in) lets every layer move the residual stream; with 1/sqrt(fan_in) tied models
     // fall into repeating one token under greedy decoding (checked with llama.cpp).
     case Kind::kMatrix: scale = 2.0f / std::sqrt(static_cast<float>(cols)); break;
@@ -290,9 +304,11 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
   w.add_u32(a + ".rope.dimension_count", c.rope_dim);
   w.add_u32(a + ".attention.key_length", c.head_dim);
   w.add_u32(a + ".attention.value_length", c.head_dim);
-  if (c.arch == Arch::kLlama) w.add_u32(a + ".vocab_size", c.vocab_size);
+  // llama.cpp's LlamaModel converter (also Granite's and SmolLM3's) writes the vocab size.
+  if (c.arch == Arch::kLlama || c.arch == Arch::kGranite || c.arch == Arch::kSmolLM3) w.add_u32(a + ".vocab_size", c.vocab_size);
   if (c.pooling != Pooling::kNone) w.add_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling));
   if (c.arch == Arch::kQwen35) add_qwen35_hparams(c, w);
+  if (c.arch == Arch::kGranite) granite_to_gguf(c, w);
 }
 
 // Last-token pooling reads the hidden state at the EOS every input ends with (Qwen3-Embedding:
@@ -319,7 +335,9 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   int vocab_size = static_cast<int>(vocab.tokens.size());
   // The real checkpoints' embedding rows (the head is a large share of a small model's decode).
   const int real_rows = o.shape.rfind("qwen3.5-", 0) == 0 ? 248320
-                        : o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b" || o.arch == Arch::kQwen35 ? 151936 : 0;
+                        : o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b" || o.arch == Arch::kQwen35 ? 151936
+                        : o.shape == "granite-3.3-2b" ? 49159
+                        : o.shape == "smollm3-3b" ? 128256 : 0;
   if (vocab.paddable && vocab_size < real_rows) vocab_size = real_rows;
   pad_maker_vocab(vocab, vocab_size);
   c.vocab_size = vocab_size;
@@ -328,7 +346,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   c.validate("make_model");
 
   const bool gguf = o.format == ModelFormat::kGguf;
-  const std::vector<Plan> plan = make_plan(c, gguf && o.arch == Arch::kLlama);
+  const std::vector<Plan> plan = make_plan(c, gguf && c.rope_layout == RopeLayout::kInterleaved);
   std::vector<DType> types;
   MadeModel made;
   made.path = out;

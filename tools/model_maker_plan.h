@@ -30,4 +30,9 @@ engine::ModelConfig qwen35_shape_config(const std::string& shape, int layers);
 void add_qwen35_block_plan(const engine::ModelConfig& c, int layer, std::vector<Plan>& plan);
 void add_qwen35_hparams(const engine::ModelConfig& c, engine::GgufWriter& w);
 
+// Granite 3.x ("tiny", "granite-3.3-2b") and SmolLM3 ("tiny", "smollm3-3b"), GGUF only: Llama's
+// tensor plan (Q/K rows permuted) under the family's config; layers > 0 overrides the count.
+engine::ModelConfig granite_shape_config(const std::string& shape, int layers);
+engine::ModelConfig smollm3_shape_config(const std::string& shape, int layers);
+
 }  // namespace anelm::tools

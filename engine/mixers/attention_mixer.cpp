@@ -1,5 +1,5 @@
-// Attention mixer: fused Q/K/V projection -> (bias) -> (Q/K head norm) -> RoPE + KV store -> causal
-// GQA attention -> (sigmoid output gate) -> output projection into acts.proj.
+// Attention mixer: fused Q/K/V projection -> (bias) -> (Q/K head norm) -> RoPE (not on NoPE layers)
+// + KV store -> causal GQA attention -> (sigmoid output gate) -> output projection into acts.proj.
 #include "engine/mixers/attention_mixer.h"
 
 #include <algorithm>
@@ -81,6 +81,7 @@ void AttentionMixer::attend(const LayerBatch& b) {
   Activations& a = *b.acts;
   const int hd = cfg_.head_dim, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
   const int n_heads = cfg_.n_heads, n_kv = cfg_.n_kv_heads, group = cfg_.group_size();
+  const bool rope = cfg_.rope(b.layer);
   for_tokens(pool_, b.n, [&](int t0, int t1) {
     for_rows(b.seqs, t0, t1, [&](int t, const SeqRows& s) {
       const int pos = s.pos + t - s.row;
@@ -88,9 +89,11 @@ void AttentionMixer::attend(const LayerBatch& b) {
       float* q = a.q.data() + static_cast<int64_t>(t) * q_dim;
       float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
       const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
-      const float* cs = a.rope_cs(t, pos);
-      k_.rope(q, n_heads, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
-      k_.rope(kr, n_kv, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
+      if (rope) {  // NoPE layers (SmolLM3's every 4th) attend without positions
+        const float* cs = a.rope_cs(t, pos);
+        k_.rope(q, n_heads, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
+        k_.rope(kr, n_kv, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
+      }
       const int64_t at = static_cast<int64_t>(s.kv_base + pos) * kv.row_bytes();
       for (int h = 0; h < n_kv; ++h) {
         k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);
@@ -107,7 +110,7 @@ void AttentionMixer::attend(const LayerBatch& b) {
     units += static_cast<int64_t>(blocks(s)) * n_kv;
     work += static_cast<int64_t>(s.n) * n_heads * (s.pos + s.n) * hd;
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = cfg_.attn_scale();  // 1/sqrt(head_dim), or Granite's attention multiplier
   auto run = [&](int64_t begin, int64_t end, int thread) {
     float* scratch = a.attn_scratch.data() + thread * a.attn_scratch_floats;
     size_t si = 0;
