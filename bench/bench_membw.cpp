@@ -1,6 +1,6 @@
 // Streaming read bandwidth with T threads: each thread sums its half of a buffer (512 MiB by default,
 // transparent huge pages asked for) with 256-bit loads, four accumulators, no prefetch hints; the best
-// and median of `reps` passes, as JSON. The decode ceilings in the README divide by this figure;
+// and median of `reps` passes, as JSON. The decode ceilings in docs/performance.md divide by this figure;
 // ../shared/peers/bin/peer-membw's read loop reports less on the same machine (the README says by how much).
 // Usage: bench_membw [threads=2] [mib=512] [reps=10]
 #include <sys/mman.h>

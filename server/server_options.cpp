@@ -53,7 +53,7 @@ void add_flags(cxxopts::Options& o) {
        "embedding models are served without it); allocates one --ctx KV cache for them at load")
       ("no-webui", "do not serve the chat page at / (then / answers 404)")
       ("ane-fp32-residual", "--backend ane: keep the residual stream in fp32 on the CPU (programs return "
-       "each layer's update; README: cost)")
+       "each layer's update; docs/ane.md: cost)")
       ("weights", std::string("re-quantize weights at load: ") + engine::kWeightsTypeNames + " (default: as stored)",
        cxxopts::value<std::string>())
       ("presets", "directory of model presets (default auto: configs/models; '' disables)",

@@ -40,7 +40,7 @@ struct AneBackendOptions {
   bool fp32_residual = false;                // keep the residual stream in fp32 on the CPU: each
                                              // layer's program B returns only its update
                                              // (BlockOptions::update_only), added here in fp32;
-                                             // same dispatches (cost in the README)
+                                             // same dispatches (cost in docs/ane.md)
   double rms_prescale = 0;                   // power of two applied before the fp16 RMSNorm
                                              // squares (|x| up to 256/p stays finite; small x
                                              // lose precision to fp16 subnormals); 0: calibrated
