@@ -181,7 +181,7 @@ struct Q4_0Kernel {
 };
 
 #include "engine/kernels/matmul_tiles-inl.h"
-#include "engine/kernels/q8_0_panel_avx2-inl.h"
+#include "engine/kernels/panel_avx2-inl.h"
 
 // ---- exp-based elementwise kernels (8 lanes, scalar tails) ----------------------------------------
 
@@ -431,8 +431,8 @@ const KernelTable& avx2_kernel_table() {
     t.matmul[dtype_index(DType::kF32)] = matmul_impl<FloatKernel<WF32>>;
     t.matmul[dtype_index(DType::kF16)] = matmul_impl<FloatKernel<WF16>>;
     t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
-    t.matmul[dtype_index(DType::kQ8_0)] = q8_0_matmul;
-    t.matmul[dtype_index(DType::kQ4_0)] = matmul_impl<Q4_0Kernel>;
+    t.matmul[dtype_index(DType::kQ8_0)] = panel_matmul<PanelQ8_0, Q8_0Kernel>;
+    t.matmul[dtype_index(DType::kQ4_0)] = panel_matmul<PanelQ4_0, Q4_0Kernel>;
     fill_quant_simd<MatmulOf>(t);
     t.matmul[dtype_index(DType::kQ4_K)] = k2_matmul<Q4_KKernel2>;
     t.matmul[dtype_index(DType::kQ5_K)] = k2_matmul<Q5_KKernel2>;

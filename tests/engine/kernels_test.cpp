@@ -160,23 +160,26 @@ TEST_P(KernelsTest, MatmulRowRangeWritesOnlyItsRows) {
   }
 }
 
-// Prefill shapes: many rows (the AVX2 Q8_0 panels: several L2 chunks of 8-row groups, rows around the
-// groups on both ends of an unaligned range) and tile tails, against the reference on the same Q8 activations.
-TEST_P(KernelsTest, MatmulQ8ManyRowsManyTokens) {
+// Prefill shapes: many rows (the AVX2 Q8_0/Q4_0 panels: several L2 chunks of 8-row groups, a partial
+// group at the end of an unaligned range) and tile tails, against the reference on the same Q8 activations.
+TEST_P(KernelsTest, MatmulQuantManyRowsManyTokens) {
   const int64_t rows = 8 * 70 + 5, cols = 2048, r0 = 3, r1 = rows - 1;
-  for (int n : {8, 13, 64}) {
-    const auto w = encode(random_floats(rows * cols, 21), DType::kQ8_0, rows, cols);
-    const auto x = random_floats(n * cols, 22 + n);
-    std::vector<QBlock8> xq(n * cols / kQBlock);
-    k().quantize_q8(x.data(), n * cols, xq.data());
-    std::vector<float> xdq(x.size()), expected(static_cast<size_t>(n * rows)), actual(expected.size(), -1.0f);
-    ref::dequantize_q8(xq.data(), n * cols, xdq.data());
-    ref::matmul(w.data(), DType::kQ8_0, rows, cols, xdq.data(), n, expected.data());
-    k().matmul[dtype_index(DType::kQ8_0)](w.data(), cols, nullptr, xq.data(), n, actual.data(), rows, r0, r1);
-    for (int i = 0; i < n; ++i) {
-      for (int64_t r = 0; r < rows; ++r) {
-        const float e = r >= r0 && r < r1 ? expected[i * rows + r] : -1.0f;
-        ASSERT_NEAR(e, actual[i * rows + r], 2e-4f + 1e-5f * std::fabs(e)) << tag("q8_0 many rows") << " n=" << n << " token " << i << " row " << r;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    for (int n : {8, 13, 64}) {
+      const auto w = encode(random_floats(rows * cols, 21), t, rows, cols);
+      const auto x = random_floats(n * cols, 22 + n);
+      std::vector<QBlock8> xq(n * cols / kQBlock);
+      k().quantize_q8(x.data(), n * cols, xq.data());
+      std::vector<float> xdq(x.size()), expected(static_cast<size_t>(n * rows)), actual(expected.size(), -1.0f);
+      ref::dequantize_q8(xq.data(), n * cols, xdq.data());
+      ref::matmul(w.data(), t, rows, cols, xdq.data(), n, expected.data());
+      k().matmul[dtype_index(t)](w.data(), cols, nullptr, xq.data(), n, actual.data(), rows, r0, r1);
+      for (int i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float e = r >= r0 && r < r1 ? expected[i * rows + r] : -1.0f;
+          ASSERT_NEAR(e, actual[i * rows + r], 2e-4f + 1e-5f * std::fabs(e))
+              << tag("many rows ") << type_name(t) << " n=" << n << " token " << i << " row " << r;
+        }
       }
     }
   }

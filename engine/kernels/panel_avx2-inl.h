@@ -1,0 +1,143 @@
+// Q8_0 and Q4_0 weights times many tokens (a prefill) on AVX2, through a per-thread panel of 8
+// interleaved rows.
+//
+// The per-row tiles spend ~8 vector ops per (row, token, block): the integer dot (3 ops) plus
+// converting, scaling and accumulating one 8-lane dot whose lanes all belong to one sum. Here a group
+// of 8 rows is decoded and interleaved once per call (per block, 4-byte pieces of the 8 rows side by
+// side, and the 8 row scales as floats), so the 8 int32 lanes of a maddubs/madd are the 8 rows' partial
+// dots: one weight load serves 8 rows, a 4-byte broadcast of the token serves all lanes, and a block
+// ends with one convert and one FMA per token against (row scales x token scale). The panel chunk stays
+// in L2 while every token tile passes over it.
+// Include inside the AVX2 namespace after matmul_tiles-inl.h (fewer tokens: the kernels' own tiles).
+
+constexpr int kPanelRows = 8;
+constexpr int kPanelMinTokens = 8;  // fewer tokens: the per-row tiles (the panel costs a pass over the rows)
+constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float);
+constexpr int64_t kPanelChunkBytes = 96 * 1024;  // with a 4-token tile of activations, well inside L2
+
+// Q8_0: signed weights, dotted by the sign trick (|w| as u8 times x with w's sign).
+struct PanelQ8_0 {
+  using Block = BlockQ8_0;
+  static constexpr bool kSigned = true;
+  static __m256i values(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+};
+// Q4_0: the nibbles as u8 0..15 (low nibbles are elements 0..15, high ones 16..31) dotted directly with
+// x; the -8 offset enters as -8 * sum(x) per block and token.
+struct PanelQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr bool kSigned = false;
+  static __m256i values(const Block& b) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)), low4 = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
+  }
+};
+
+// Rows rows[0..7] (nb blocks each) -> panel: per block, 8 vectors k = 0..7 holding values 4k..4k+3 of
+// each row in row order (an 8x8 transpose of 32-bit pieces), then the 8 row scales.
+template <class P>
+inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t* out) {
+  for (int64_t b = 0; b < nb; ++b, out += kPanelBlockBytes) {
+    __m256i v[8], t[8], u[8];
+    for (int i = 0; i < 8; ++i) v[i] = P::values(rows[i][b]);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);  // r_i0 r_{i+1}0 r_i1 r_{i+1}1 | pieces 4, 5
+      t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);  // pieces 2, 3 | 6, 7
+    }
+    for (int h = 0; h < 8; h += 4) {
+      u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);  // piece 0 of four rows | piece 4
+      u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);  // 1 | 5
+      u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);  // 2 | 6
+      u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);  // 3 | 7
+    }
+    auto* o = reinterpret_cast<__m256i*>(out);
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_si256(o + k, _mm256_permute2x128_si256(u[k], u[4 + k], 0x20));
+      _mm256_storeu_si256(o + 4 + k, _mm256_permute2x128_si256(u[k], u[4 + k], 0x31));
+    }
+    float* s = reinterpret_cast<float*>(out + kPanelRows * kQBlock);
+    for (int i = 0; i < 8; ++i) s[i] = _cvtsh_ss(rows[i][b].d);
+  }
+}
+
+// The 8 rows of a panel group . T tokens (x: T rows of nb blocks, xs apart) -> y[t * ldy + 0..nr-1].
+template <class P, int T>
+inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64_t xs, float* y, int64_t ldy, int nr) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b, panel += kPanelBlockBytes) {
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) {
+      // Q4_0's offset, exact in int32: every lane (row) gets -8 * sum(x).
+      isum[t] = P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * x[t * xs + b].sum);
+    }
+    for (int k = 0; k < 8; ++k) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel) + k);
+      const __m256i uw = P::kSigned ? _mm256_sign_epi8(w, w) : w;
+      for (int t = 0; t < T; ++t) {
+        int32_t piece;
+        std::memcpy(&piece, x[t * xs + b].qs + 4 * k, 4);
+        __m256i sx = _mm256_set1_epi32(piece);
+        if constexpr (P::kSigned) sx = _mm256_sign_epi8(sx, w);
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(uw, sx), ones));
+      }
+    }
+    const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(panel + kPanelRows * kQBlock));
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dw, _mm256_set1_ps(x[t * xs + b].d)), acc[t]);
+  }
+  if (nr == kPanelRows) {
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+    return;
+  }
+  alignas(32) float part[kPanelRows];
+  for (int t = 0; t < T; ++t) {
+    _mm256_store_ps(part, acc[t]);
+    std::memcpy(y + t * ldy, part, sizeof(float) * nr);
+  }
+}
+
+// A matmul entry: with enough tokens every row of [r0, r1) goes through the panels (a last partial
+// group repeats its last row and stores only its own lanes); a row's lane computes the same sums in
+// the same order in any group, so results do not depend on how threads split the rows. Fewer tokens:
+// the kernel K's per-row tiles.
+template <class P, class K>
+void panel_matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n, float* __restrict y,
+                  int64_t ldy, int64_t r0, int64_t r1) {
+  if (n < kPanelMinTokens || r0 >= r1) return matmul_impl<K>(w, cols, xf, xq, n, y, ldy, r0, r1);
+  const int64_t groups = (r1 - r0 + kPanelRows - 1) / kPanelRows;
+  const int64_t nb = cols / kQBlock, rb = dtype_row_bytes(K::kType, cols);
+  const int64_t group_bytes = nb * kPanelBlockBytes;
+  const int64_t chunk = std::min(groups, std::max<int64_t>(1, kPanelChunkBytes / group_bytes));
+  // One buffer per thread, grown to the largest chunk once (the worker threads live as long as the engine).
+  thread_local std::vector<uint8_t> panel;
+  if (panel.size() < static_cast<size_t>(chunk * group_bytes)) panel.resize(static_cast<size_t>(chunk * group_bytes));
+  const auto* x = static_cast<const QBlock8*>(xq);
+  for (int64_t g0 = 0; g0 < groups; g0 += chunk) {
+    const int64_t g1 = std::min(groups, g0 + chunk);
+    for (int64_t g = g0; g < g1; ++g) {
+      const typename P::Block* rows[kPanelRows];
+      for (int i = 0; i < kPanelRows; ++i) {
+        const int64_t r = std::min(r0 + g * kPanelRows + i, r1 - 1);
+        rows[i] = reinterpret_cast<const typename P::Block*>(static_cast<const uint8_t*>(w) + r * rb);
+      }
+      panel_pack<P>(rows, nb, panel.data() + (g - g0) * group_bytes);
+    }
+    for (int i = 0; i < n;) {
+      const int tile = std::min(4, n - i);
+      for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* p = panel.data() + (g - g0) * group_bytes;
+        const int64_t rg = r0 + g * kPanelRows;
+        const int nr = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - rg));
+        float* yo = y + i * ldy + rg;
+        switch (tile) {
+          case 4: panel_tile<P, 4>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
+          case 3: panel_tile<P, 3>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
+          case 2: panel_tile<P, 2>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
+          default: panel_tile<P, 1>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
+        }
+      }
+      i += tile;
+    }
+  }
+}
