@@ -122,37 +122,50 @@ TEST(Qwen35, Q8_0MatchesLlamaCppUpToItsNearTies) {
   }
 }
 
-// The recurrence over a prefill chunk equals the recurrence over short runs: a 2048-token prompt
-// prefilled in chunks of 512 (and its prefixes ending mid-chunk) against passes of 8 tokens. Passes of
-// 8 or more run the same many-token matmul kernels on every ISA (a row's result does not depend on how
-// many tokens share the pass), while one-token passes use the decode kernels, whose float sums run in
-// another order: over 2048 tokens of this random model that alone moves logits by ~0.1-0.3. The
-// one-token recurrence is checked by every greedy test against llama.cpp.
-TEST(Qwen35, ChunkedPrefillEqualsShortPasses) {
-  REQUIRE_TINY(path, "q8_0");
+// The recurrence over a prefill chunk equals the recurrence over short passes: a 2048-token prompt
+// prefilled in chunks of 512 (and its prefixes ending mid-chunk, at `checkpoints`, multiples of
+// `pass`) against passes of `pass` tokens. Returns the engine of the short passes.
+std::unique_ptr<Engine> expect_chunked_equals_passes(const std::string& path, int pass, const std::vector<int>& checkpoints) {
   std::vector<int> prompt;
   for (int i = 0; i < 2048; ++i) prompt.push_back((i * 104729 + 7) % 151000);
-  constexpr int kPass = 8;
-  const std::vector<int> checkpoints = {kPass, 296, 1000, 2048};  // multiples of kPass
   auto chunked = load(path, 1, 512);
   std::vector<std::vector<float>> want;
   for (int len : checkpoints) {
     const std::span<const float> l = chunked->forward(std::span<const int>(prompt.data(), static_cast<size_t>(len)), 0, false);
     want.emplace_back(l.begin(), l.end());
   }
-  auto single = load(path, 1, kPass);
+  auto passes = load(path, 1, pass);
   size_t next = 0;
-  for (size_t t = 0; t < prompt.size(); t += kPass) {
-    const std::span<const float> got = single->forward(std::span<const int>(&prompt[t], kPass), static_cast<int>(t), false);
-    if (static_cast<int>(t) + kPass != checkpoints[next]) continue;
+  for (size_t t = 0; t < prompt.size(); t += pass) {
+    const auto run = std::span<const int>(&prompt[t], static_cast<size_t>(pass));
+    const std::span<const float> got = passes->forward(run, static_cast<int>(t), false);
+    if (static_cast<int>(t) + pass != checkpoints[next]) continue;
     float worst = 0;
     for (size_t v = 0; v < got.size(); ++v) worst = std::max(worst, std::abs(got[v] - want[next][v]));
-    EXPECT_LT(worst, 1e-3f) << "max |logit difference| after " << t + kPass << " tokens";
+    EXPECT_LT(worst, 1e-3f) << "max |logit difference| after " << t + pass << " tokens (passes of " << pass << ")";
     ++next;
   }
   EXPECT_EQ(next, checkpoints.size());
+  return passes;
+}
+
+// Float weights: every matmul computes a token's row the same way whatever the pass size, so the
+// only difference left is the recurrence's own chunking (delta rule, conv state): fp32 tolerance.
+TEST(Qwen35, ChunkedPrefillEqualsTokenByToken) {
+  REQUIRE_TINY(path, "f32");
+  auto single = expect_chunked_equals_passes(path, 1, {1, 300, 1000, 2048});
   // A recurrent state cannot be cut back to a shorter prefix: refused by name.
-  EXPECT_THROW(single->forward(std::span<const int>(prompt.data(), 1), 5, false), Error);
+  const int token = 7;
+  EXPECT_THROW(single->forward(std::span<const int>(&token, 1), 5, false), Error);
+}
+
+// Q8_0 weights: passes of 8 or more tokens run the same many-token matmul kernels on every ISA (a row's
+// result does not depend on how many tokens share the pass), while one-token passes use the decode
+// kernels, whose float sums run in another order: over 2048 tokens of this random model that alone
+// moves logits by ~0.1-0.3. So the quantised file compares chunks of 512 with passes of 8.
+TEST(Qwen35, Q8_0ChunkedPrefillEqualsShortPasses) {
+  REQUIRE_TINY(path, "q8_0");
+  expect_chunked_equals_passes(path, 8, {8, 296, 1000, 2048});
 }
 
 // Sequences sharing passes (decodes beside chunked prefills) give their ids alone; a cancelled one
