@@ -111,9 +111,13 @@ class LocalEngine final : public Engine {
         max_batch_(opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_)),
         kv_type_(opts.kv_type) {
     if (opts.backend == Backend::kAne) {
-      if (model_->config.qk_norm) {  // the layer programs have no per-head q/k RMSNorm
-        ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(model_->config.arch)) +
-                        "'s per-head q/k norms";
+      // The layer programs have no per-head q/k RMSNorm, apply RoPE in every layer with 1/sqrt(d)
+      // scores, and no embedding/residual multipliers.
+      const ModelConfig& c = model_->config;
+      const bool multipliers = c.embedding_scale != 1.0f || c.residual_scale != 1.0f || c.attention_scale != 0.0f;
+      if (c.qk_norm || multipliers || !c.nope_layers.empty()) {
+        ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
+                        (c.qk_norm ? "'s per-head q/k norms" : multipliers ? "'s multipliers" : "'s NoPE layers");
         spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
       } else {
         ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));

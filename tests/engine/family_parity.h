@@ -22,7 +22,7 @@ std::vector<int> fixture_prompt(const nlohmann::json& fx, const std::string& nam
 
 // `anelm make-model --arch <arch> --shape tiny --dtype <type> --seed <fx seed>`, made once per test binary.
 std::string made_tiny(Arch arch, DType type, uint64_t seed);
-std::unique_ptr<Engine> load_engine(const std::string& path);
+std::unique_ptr<Engine> load_engine(const std::string& path, Backend backend = Backend::kCpu);
 std::vector<int> greedy_ids(Engine& eng, const std::vector<int>& prompt, int n);
 
 // f32 (both engines multiply f32 activations): every prompt's greedy ids equal llama.cpp's, and

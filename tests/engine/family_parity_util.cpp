@@ -48,9 +48,10 @@ std::string made_tiny(Arch arch, DType type, uint64_t seed) {
   return made[name] = tools::make_model(o, (dir / name).string()).path;
 }
 
-std::unique_ptr<Engine> load_engine(const std::string& path) {
+std::unique_ptr<Engine> load_engine(const std::string& path, Backend backend) {
   EngineOptions eo;
   eo.model_path = path;
+  eo.backend = backend;
   eo.threads = 2;
   eo.ctx = 4096;
   return Engine::load(eo);

@@ -65,4 +65,13 @@ TEST(SmolLM3, TheNoPELayerIsLoadBearing) {
 }
 
 }  // namespace
+
+// The ANE programs implement none of this family's differences: --backend ane declines and the
+// CPU serves the same ids.
+TEST(SmolLM3, AneDeclinesAndServesOnTheCpu) {
+  auto eng = load_engine(tiny(DType::kF32), Backend::kAne);
+  EXPECT_NE(eng->stats().backend.find("ane declined"), std::string::npos) << eng->stats().backend;
+  expect_f32_equal(*eng, fixture(), 4e-3f);
+}
+
 }  // namespace anelm::engine
