@@ -33,11 +33,23 @@ Markers think_markers(chat::ReasoningSyntax r) {
   return {};
 }
 
+// Thinking is off for this reply: the prompt closed the block, or the client set enable_thinking
+// false (the templates that read it render the closed block; the others are told no thinking).
+bool reasoning_off(const ChatShape& chat) {
+  if (chat.starts_in_reasoning) return false;
+  if (chat.reasoning_closed) return true;
+  if (!chat.request) return false;
+  auto it = chat.request->template_kwargs.find("enable_thinking");
+  return it != chat.request->template_kwargs.end() && it->is_boolean() && !it->get<bool>();
+}
+
 // The reasoning block a reasoning model writes before its answer: optional, or (when the prompt
-// opened it) required from the first token. Its text may not contain the close marker's first two
-// bytes ("</" or "[/"), a simple way to keep the grammar unambiguous.
+// opened it) required from the first token, or none when thinking is off (else a model that spells
+// the open marker from ordinary tokens could reason until max_tokens and never write the forced
+// call or JSON). Its text may not contain the close marker's first two bytes ("</" or "[/"), a
+// simple way to keep the grammar unambiguous.
 std::string add_reasoning_rules(grammar::SchemaConverter& conv, const ChatShape& chat) {
-  if (!chat.format || chat.format->reasoning == chat::ReasoningSyntax::kNone) return "";
+  if (!chat.format || chat.format->reasoning == chat::ReasoningSyntax::kNone || reasoning_off(chat)) return "";
   const Markers m = think_markers(chat.format->reasoning);
   const char c0 = m.close[0];
   const std::string cls = c0 == '<' ? "<" : "\\[";
@@ -178,7 +190,8 @@ std::string cache_key(const GenerationFields& f, const ChatShape& chat) {
   if (chat.format) {
     add(std::to_string(static_cast<int>(chat.format->tools)) + "," + std::to_string(static_cast<int>(chat.format->reasoning)) +
         "," + std::to_string(static_cast<int>(chat.format->mistral_form)) + "," +
-        std::to_string(chat.format->template_accepts_tools) + "," + std::to_string(chat.starts_in_reasoning));
+        std::to_string(chat.format->template_accepts_tools) + "," + std::to_string(chat.starts_in_reasoning) + "," +
+        std::to_string(reasoning_off(chat)));
   }
   if (tools) {
     add(std::to_string(static_cast<int>(r->tool_choice.kind)) + r->tool_choice.name + (r->parallel_tool_calls ? "p" : "s"));
@@ -240,6 +253,14 @@ SpecCache& spec_cache() {
 }
 
 }  // namespace
+
+bool prompt_closes_reasoning(std::string_view prompt, const chat::ChatFormat& format) {
+  const Markers m = think_markers(format.reasoning);
+  if (m.close.empty()) return false;
+  while (!prompt.empty() && (prompt.back() == ' ' || prompt.back() == '\t' || prompt.back() == '\n' || prompt.back() == '\r'))
+    prompt.remove_suffix(1);
+  return prompt.size() >= m.close.size() && prompt.substr(prompt.size() - m.close.size()) == m.close;
+}
 
 ConstraintCacheStats constraint_cache_stats() { return spec_cache().stats(); }
 void clear_constraint_cache() { spec_cache().clear(); }

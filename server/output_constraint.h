@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chat/chat_format.h"
@@ -45,7 +46,15 @@ struct ChatShape {
   const chat::ChatFormat* format = nullptr;
   const ChatRequest* request = nullptr;
   bool starts_in_reasoning = false;  // the prompt left a reasoning block open
+  // The prompt already holds the reply's (empty) reasoning block, e.g. Qwen3 with enable_thinking
+  // false renders "<think>\n\n</think>\n\n": the reply is the answer, no block may open. A request
+  // with chat_template_kwargs.enable_thinking false counts as closed too.
+  bool reasoning_closed = false;
 };
+
+// True when a rendered prompt ends (ignoring whitespace) with the format's reasoning close marker:
+// the template closed the reply's reasoning block itself. Use it for ChatShape::reasoning_closed.
+bool prompt_closes_reasoning(std::string_view rendered_prompt, const chat::ChatFormat& format);
 
 // Throws ApiError 400 naming the field: an unsupported JSON Schema keyword under
 // response_format.json_schema.strict, a GBNF error (grammar), a grammar over a size limit or over

@@ -34,12 +34,13 @@ std::shared_ptr<const grammar::Vocab> byte_vocab() {
 
 class XmlGrammar {
  public:
-  XmlGrammar(const std::string& only, bool parallel) {
+  XmlGrammar(const std::string& only, bool parallel, const json& tools = kTools) {
     grammar::SchemaConverter conv;
     grammar::SchemaOptions o;
     o.strict = false;
-    conv.add_rule("root", add_xml_call_rules(conv, kTools, only, parallel, o));
+    conv.add_rule("root", add_xml_call_rules(conv, tools, only, parallel, o));
     gbnf_ = conv.gbnf();
+    relaxed_ = conv.relaxed();
     g_ = grammar::parse_gbnf(gbnf_);
   }
   bool accepts(const std::string& text) const {
@@ -47,9 +48,11 @@ class XmlGrammar {
     return m.accept_bytes(text) && m.can_end();
   }
   const std::string& gbnf() const { return gbnf_; }
+  const std::vector<std::string>& relaxed() const { return relaxed_; }
 
  private:
   std::string gbnf_;
+  std::vector<std::string> relaxed_;
   std::shared_ptr<const grammar::Grammar> g_;
   std::shared_ptr<const grammar::Vocab> vocab_ = byte_vocab();
 };
@@ -109,6 +112,44 @@ TEST(QwenXmlGrammar, RefusesWhatTheSchemaOrTheParserWouldNot) {
        }) {
     EXPECT_FALSE(g.accepts(text)) << text;
   }
+}
+
+// http-api.md: a call's arguments are valid against `parameters`, so a string parameter's enum,
+// const and minLength / maxLength (characters, as for JSON strings) hold for the raw XML value too.
+TEST(QwenXmlGrammar, StringEnumConstAndLengthsAreEnforced) {
+  const XmlGrammar g("", false);
+  EXPECT_TRUE(g.accepts(call("get_weather", {{"city", "Oslo"}, {"unit", "f"}})));
+  for (const std::string& bad : {"x", "cc", "", "c "})
+    EXPECT_FALSE(g.accepts(call("get_weather", {{"city", "Oslo"}, {"unit", bad}}))) << "unit enum: '" << bad << "'";
+
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+    "properties": {"mode": {"type": "string", "const": "fast"}, "code": {"type": "string", "maxLength": 3},
+      "name": {"type": "string", "minLength": 2}, "tag": {"type": "string", "minLength": 1, "maxLength": 2},
+      "re": {"type": "string", "pattern": "^[a-z]+$"}, "odd": {"enum": ["a</parameter>b", "ok"]}}}}}])");
+  const XmlGrammar b("", false, tools);
+  auto one = [&](const std::string& param, const std::string& value) { return b.accepts(call("f", {{param, value}})); };
+  EXPECT_TRUE(one("mode", "fast"));
+  EXPECT_FALSE(one("mode", "slow"));
+  EXPECT_FALSE(one("mode", "fas"));
+  for (const std::string& ok : {"", "abc", "\xC3\xA9\xC3\xA9\xC3\xA9", "a<b", "<<"})  // "ééé": 3 characters, 6 bytes
+    EXPECT_TRUE(one("code", ok)) << "maxLength 3: '" << ok << "'\n" << b.gbnf();
+  for (const std::string& bad : {"abcd", "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", "a</"})
+    EXPECT_FALSE(one("code", bad)) << "maxLength 3: '" << bad << "'";
+  EXPECT_FALSE(one("name", "a")) << "minLength 2";
+  EXPECT_TRUE(one("name", "ab"));
+  EXPECT_TRUE(one("name", "a long name with <b>tags</b> after the bound"));
+  EXPECT_FALSE(one("name", "ab</parameter>c"));
+  EXPECT_FALSE(one("tag", ""));
+  EXPECT_TRUE(one("tag", "x"));
+  EXPECT_FALSE(one("tag", "xyz"));
+  EXPECT_TRUE(one("odd", "ok"));
+  EXPECT_FALSE(one("odd", "a")) << "the unwritable member is dropped, the others still bound the value";
+  // A pattern is not enforced on raw text (the JSON grammar's pattern form is a quoted JSON string):
+  // free text, and the relaxation is noted.
+  EXPECT_TRUE(one("re", "ABC 1"));
+  bool noted = false;
+  for (const std::string& n : b.relaxed()) noted = noted || n.find("properties.re/pattern") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(QwenXmlGrammar, ParallelAndNamedChoice) {

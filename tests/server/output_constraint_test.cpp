@@ -143,6 +143,44 @@ TEST_F(OutputConstraintTest, ForcedToolCallsInQwenXmlSyntax) {
   EXPECT_FALSE(follows(*lazy, "nope>")) << "inside a call only offered tools";
 }
 
+// Thinking off (Qwen3.5 with enable_thinking false renders "<think>\n\n</think>\n\n" itself): a
+// forced call may not open another reasoning block, else a model that spells "<think>" reasons
+// until max_tokens and the reply ends with no call.
+TEST_F(OutputConstraintTest, ThinkingOffOffersNoReasoningBlockBeforeAForcedCall) {
+  const chat::ChatFormat xml{chat::ToolSyntax::kQwenXml, chat::ReasoningSyntax::kThinkTags, true};
+  const std::string call = "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>";
+  json body = chat_body();
+  body["tools"] = weather_tools();
+  body["tool_choice"] = json{{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  auto allowed = make(body, &xml);
+  EXPECT_TRUE(follows(*allowed, "<think>\nOslo.\n</think>\n\n" + call)) << "thinking allowed: may reason, then call";
+
+  body["chat_template_kwargs"] = json{{"enable_thinking", false}};
+  auto off = make(body, &xml);
+  EXPECT_FALSE(follows(*off, "<think>")) << "enable_thinking false";
+  auto off_call = make(body, &xml);
+  EXPECT_TRUE(follows(*off_call, call));
+  EXPECT_TRUE(off_call->allows(im_end()));
+  body["tool_choice"] = "required";
+  EXPECT_FALSE(follows(*make(body, &xml), "<think>")) << "required, enable_thinking false";
+
+  // The prompt closed the block (whatever the kwargs): ChatShape::reasoning_closed.
+  body.erase("chat_template_kwargs");
+  ChatRequest r = parse_chat_request(body.dump());
+  ChatShape closed{&xml, &r, false};
+  closed.reasoning_closed = true;
+  const OutputConstraintSpec spec = output_constraint_for(r.gen, closed);
+  auto c = constraint_factory(spec, vocab_, &xml, false)();
+  EXPECT_FALSE(follows(*c, "<think>"));
+  EXPECT_TRUE(follows(*constraint_factory(spec, vocab_, &xml, false)(), call));
+
+  EXPECT_TRUE(prompt_closes_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", xml));
+  EXPECT_FALSE(prompt_closes_reasoning("<|im_start|>assistant\n<think>\n", xml));
+  EXPECT_FALSE(prompt_closes_reasoning("<|im_start|>assistant\n", xml));
+  const chat::ChatFormat plain{chat::ToolSyntax::kHermes, chat::ReasoningSyntax::kNone, true};
+  EXPECT_FALSE(prompt_closes_reasoning("</think>\n", plain));
+}
+
 TEST_F(OutputConstraintTest, AutoToolChoiceIsFreeUntilTheModelOpensACall) {
   const chat::ChatFormat hermes{chat::ToolSyntax::kHermes, chat::ReasoningSyntax::kNone, true};
   json body = chat_body();
