@@ -2,7 +2,9 @@
 #include "chat/xml_call_grammar.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -95,8 +97,13 @@ std::string add_bounded_text_rules(grammar::SchemaConverter& conv, std::size_t l
 // The raw value of a string-only parameter: exactly one of its enum / const strings, or text of
 // minLength..maxLength characters; "" when the schema bounds neither (free text). `pattern` and
 // `format` are not enforced on raw text (noted).
+// The rules of each (minLength, maxLength) pair already added in this grammar, shared by the
+// parameters that repeat it (a tool list with maxLength 10000 on many parameters would otherwise
+// cross kMaxRules).
+using BoundedRules = std::map<std::pair<std::size_t, std::size_t>, std::string>;  // (lo, hi or SIZE_MAX)
+
 std::string string_value_rule(grammar::SchemaConverter& conv, const json& schema, const std::vector<std::string>& free,
-                              const std::string& where) {
+                              const std::string& where, BoundedRules& bounded) {
   if (!schema.is_object()) return "";
   std::vector<json> values;
   bool listed = false;
@@ -126,7 +133,9 @@ std::string string_value_rule(grammar::SchemaConverter& conv, const json& schema
     conv.note_relaxed(where + ": 'minLength' above 'maxLength' (not enforced)");
     return "";
   }
-  return add_bounded_text_rules(conv, lo.value_or(0), hi, free);
+  std::string& rule = bounded[{lo.value_or(0), hi.value_or(SIZE_MAX)}];
+  if (rule.empty()) rule = add_bounded_text_rules(conv, lo.value_or(0), hi, free);
+  return rule;
 }
 
 const json* function_of(const json& tool) {
@@ -147,7 +156,7 @@ bool is_required(const json& parameters, const std::string& name) {
 
 // The parameters of one function, as a GBNF sequence.
 std::string parameters_rule(grammar::SchemaConverter& conv, const json& fn, const std::vector<std::string>& free,
-                            const grammar::SchemaOptions& options, std::size_t tool_index) {
+                            const grammar::SchemaOptions& options, std::size_t tool_index, BoundedRules& bounded) {
   const std::string& text = free[0];
   const std::string close = gbnf_literal("\n" + std::string(kValueClose) + "\n");
   auto params = fn.find("parameters");
@@ -167,8 +176,8 @@ std::string parameters_rule(grammar::SchemaConverter& conv, const json& fn, cons
       o.where = where;
       value = conv.add_schema(fn["name"].get<std::string>() + "-" + it.key(), it.value(), o);
     } else if (detail::xml_string_only(types)) {
-      const std::string bounded = string_value_rule(conv, it.value(), free, where);
-      if (!bounded.empty()) value = bounded;
+      const std::string limited = string_value_rule(conv, it.value(), free, where, bounded);
+      if (!limited.empty()) value = limited;
     }
     std::string element = gbnf_literal("<parameter=" + it.key() + ">\n") + " " + value + " " + close;
     if (!is_required(*params, it.key())) element = "( " + element + " )?";
@@ -183,6 +192,7 @@ std::string add_xml_call_rules(grammar::SchemaConverter& conv, const json& tools
                                bool parallel, const grammar::SchemaOptions& options) {
   std::string alternatives;
   std::vector<std::string> text;  // the free-text rules, added on first use
+  BoundedRules bounded;
   if (tools.is_array()) {
     for (std::size_t i = 0; i < tools.size(); ++i) {
       const json* fn = function_of(tools[i]);
@@ -192,7 +202,7 @@ std::string add_xml_call_rules(grammar::SchemaConverter& conv, const json& tools
       if (text.empty()) text = add_free_text_rules(conv);
       const std::string rule = conv.fresh_name("xml-fn-" + name);
       conv.add_rule(rule, gbnf_literal("<function=" + name + ">\n") + " " +
-                              parameters_rule(conv, *fn, text, options, i) + " " + gbnf_literal("</function>\n"));
+                              parameters_rule(conv, *fn, text, options, i, bounded) + " " + gbnf_literal("</function>\n"));
       alternatives += (alternatives.empty() ? "" : " | ") + rule;
     }
   }

@@ -119,22 +119,25 @@ TEST(QwenXmlGrammar, RefusesWhatTheSchemaOrTheParserWouldNot) {
 TEST(QwenXmlGrammar, StringEnumConstAndLengthsAreEnforced) {
   const XmlGrammar g("", false);
   EXPECT_TRUE(g.accepts(call("get_weather", {{"city", "Oslo"}, {"unit", "f"}})));
-  for (const std::string& bad : {"x", "cc", "", "c "})
+  for (const char* bad : {"x", "cc", "", "c "})
     EXPECT_FALSE(g.accepts(call("get_weather", {{"city", "Oslo"}, {"unit", bad}}))) << "unit enum: '" << bad << "'";
 
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
     "properties": {"mode": {"type": "string", "const": "fast"}, "code": {"type": "string", "maxLength": 3},
       "name": {"type": "string", "minLength": 2}, "tag": {"type": "string", "minLength": 1, "maxLength": 2},
-      "re": {"type": "string", "pattern": "^[a-z]+$"}, "odd": {"enum": ["a</parameter>b", "ok"]}}}}}])");
+      "re": {"type": "string", "pattern": "^[a-z]+$"}, "odd": {"enum": ["a</parameter>b", "ok"]},
+      "code2": {"type": "string", "maxLength": 3}}}}}])");
   const XmlGrammar b("", false, tools);
   auto one = [&](const std::string& param, const std::string& value) { return b.accepts(call("f", {{param, value}})); };
   EXPECT_TRUE(one("mode", "fast"));
   EXPECT_FALSE(one("mode", "slow"));
   EXPECT_FALSE(one("mode", "fas"));
-  for (const std::string& ok : {"", "abc", "\xC3\xA9\xC3\xA9\xC3\xA9", "a<b", "<<"})  // "ééé": 3 characters, 6 bytes
+  for (const char* ok : {"", "abc", "\xC3\xA9\xC3\xA9\xC3\xA9", "a<b", "<<"})  // "ééé": 3 characters, 6 bytes
     EXPECT_TRUE(one("code", ok)) << "maxLength 3: '" << ok << "'\n" << b.gbnf();
-  for (const std::string& bad : {"abcd", "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", "a</"})
+  for (const char* bad : {"abcd", "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", "a</"})
     EXPECT_FALSE(one("code", bad)) << "maxLength 3: '" << bad << "'";
+  EXPECT_TRUE(one("code2", "abc")) << "a second maxLength 3 shares the first one's rules";
+  EXPECT_FALSE(one("code2", "abcd"));
   EXPECT_FALSE(one("name", "a")) << "minLength 2";
   EXPECT_TRUE(one("name", "ab"));
   EXPECT_TRUE(one("name", "a long name with <b>tags</b> after the bound"));
