@@ -196,7 +196,8 @@ PreparedGeneration prepare_chat_generation(ServerContext& ctx, const ChatRequest
   const std::string& prompt = tokens.text;
   PreparedGeneration g = prepare(ctx, r.gen, std::move(tokens.ids), -1);
   const chat::ChatFormat& format = ctx.model().chat->format();
-  const ChatShape shape{&format, &r, chat::prompt_opens_reasoning(prompt, format)};
+  const ChatShape shape{&format, &r, chat::prompt_opens_reasoning(prompt, format),
+                        prompt_closes_reasoning(prompt, format)};
   g.client_gone = req.client_gone;
   constrain(ctx, g, r.gen, shape);
   chat::ParseOptions po;

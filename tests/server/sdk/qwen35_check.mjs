@@ -5,11 +5,11 @@
 //
 // The weights are random, so the model's text is noise. Each check asserts what the server enforces
 // or what the prompt determines, and steers the model only through request fields a client may send:
-//  - forced calls (tool_choice named / "required") are grammar-constrained, but the grammar also admits
-//    an optional <think> block before the call (even with thinking off), spelled by any tokens ("<",
-//    "think", ">") and with a free-text body that a random model never closes. So these requests put
-//    logit_bias +100 on the <tool_call> token: the reply opens the call at once and the grammar must
-//    force the rest of it (the name, the parameter, a value the schema allows, the closing markup);
+//  - forced calls (tool_choice named / "required") are grammar-constrained (with thinking off the grammar
+//    offers no <think> block first: server/output_constraint.cpp); these requests still put logit_bias
+//    +100 on the <tool_call> token so the random model opens the call at once and the short suite stays
+//    short, and the grammar must force the rest (the name, the parameter, a value the schema allows,
+//    the closing markup);
 //  - auto: the same +100 bias makes the model open a call; the server's lazy grammar must then complete
 //    it (a random model would never write the markup itself);
 //  - reasoning: the template's thinking mode (the default) ends the prompt with an open "<think>\n", so
@@ -17,10 +17,11 @@
 // Thinking is turned off (chat_template_kwargs.enable_thinking false) for the tool requests so that
 // the prompt does not open a reasoning block the call would have to wait for.
 //
-// The tool takes one bounded integer: a Qwen XML string value is free text up to "</parameter>"
-// (chat/xml_call_grammar.h), which a random model never writes, so a string parameter would keep a
-// forced call open until max_tokens; and a constrained random model spells the markup in small
-// pieces (~45 tokens for this call at ~5 tokens/s on 2 cores), so one parameter keeps the suite short.
+// The tool takes one bounded integer: a Qwen XML string value without enum or length bounds is free
+// text up to "</parameter>" (chat/xml_call_grammar.h), which a random model never writes, so such a
+// parameter would keep a forced call open until max_tokens; and a constrained random model spells the
+// markup in small pieces (~45 tokens for this call at ~5 tokens/s on 2 cores), so one parameter keeps
+// the suite short.
 //
 // Usage: node qwen35_check.mjs BASE_URL   (BASE_URL like http://127.0.0.1:8080/v1). Prints 'N passed, M failed'.
 import { check, assert, eq, deepEq, finish } from './harness.mjs';
