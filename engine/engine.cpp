@@ -91,7 +91,10 @@ AneBackendOptions ane_options(const EngineOptions& opts) {
 std::unique_ptr<LoadedModel> load_resident(const EngineOptions& opts, ThreadPool& pool,
                                            const LoadProgress& progress) {
   if (progress) progress("load", 0, 1);
-  auto model = load_model(opts.model_path, opts.weights);
+  // Per tensor while binding and converting (below 100% until the weights are resident).
+  ConvertProgress each;
+  if (progress) each = [&](int64_t done, int64_t total) { progress("load", done, total + 1); };
+  auto model = load_model(opts.model_path, opts.weights, each);
   if (!opts.background_residency) make_resident(*model, pool);
   if (progress) progress("load", 1, 1);
   return model;

@@ -224,7 +224,8 @@ void convert_qwen35_hf(LoadedModel& m) {
   }
 }
 
-void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant, const std::string& hf_model) {
+void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant, const std::string& hf_model,
+              const ConvertProgress& progress) {
   const ModelConfig& c = m.config;
   std::vector<Slot> slots = make_slots(c, m.weights, m.format, hf_model);
   std::vector<std::string> problems;
@@ -271,7 +272,9 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
   int kept = 0, fell_back = 0;
   std::string first_kept, first_fallback;
   // Requant / f32 conversion only after every check passed, so a bad file costs no conversion work.
+  int64_t done = 0;
   for (Slot& s : slots) {
+    if (progress) progress(done++, static_cast<int64_t>(slots.size()));
     TensorView& t = *s.dst;
     if (t.empty()) continue;
     if (s.role == Role::kVector) {
@@ -289,6 +292,7 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
       if (t.dtype != *to) t = convert_tensor(m, t, *to);
     }
   }
+  if (progress) progress(done, done);
   if (fell_back > 0) {
     spdlog::info("'{}': {} matrices (first {}) use a 32-element block type: rows are not a multiple "
                  "of the {} block of {}", m.path, fell_back, first_fallback, dtype_name(*requant),
@@ -324,7 +328,8 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
 
 }  // namespace
 
-std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<DType> requant) {
+std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<DType> requant,
+                                        const ConvertProgress& progress) {
   auto m = std::make_unique<LoadedModel>();
   m->path = path;
   m->format = detect_model_format(path);
@@ -367,7 +372,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
     throw Error(ErrorKind::kNotFound, "GGUF '" + path + "' holds no tensors (a vocab-only file?); "
                                       "it cannot be loaded as a model");
   }
-  bind_all(*m, lookup, requant, hf_model);
+  bind_all(*m, lookup, requant, hf_model, progress);
   return m;
 }
 

@@ -1,6 +1,8 @@
 // Loads a model (GGUF file or HF directory) into a validated config plus bound weight views.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,8 +31,12 @@ struct LoadedModel {
 // stored type when none fits. nullopt keeps the stored types. Matrices (tok_embd, lm_head, wq..w_down)
 // may be any DType; norms and biases are always F32 (F16/BF16 ones are converted into owned
 // buffers). Shape/dtype problems are all listed at once.
+// `progress(done, total)` is called after each bound tensor is converted (or kept): re-quantising a
+// large model takes long enough that people want to see it move.
+using ConvertProgress = std::function<void(int64_t done, int64_t total)>;
 std::unique_ptr<LoadedModel> load_model(const std::string& path,
-                                        std::optional<DType> requant = std::nullopt);
+                                        std::optional<DType> requant = std::nullopt,
+                                        const ConvertProgress& progress = {});
 
 // GGUF when `path` is a file starting with the GGUF magic; HF for a directory (config.json +
 // safetensors) or a .safetensors file inside one. Throws kNotFound / kFormat otherwise.

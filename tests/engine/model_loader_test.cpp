@@ -173,6 +173,19 @@ TEST(ModelLoader, RequantRealModelKeepsOddRows) {
   EXPECT_LT(m->weight_bytes, ref->weight_bytes);
 }
 
+// A re-quantising load reports every tensor, in order, ending at done == total.
+TEST(ModelLoader, RequantReportsProgressPerTensor) {
+  ANELM_REQUIRE_SHARED_MODEL(path, "stories260K.gguf");
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  auto m = load_model(path.string(), DType::kQ8_0, [&](int64_t done, int64_t total) { seen.emplace_back(done, total); });
+  ASSERT_GE(seen.size(), 2u + 9u * static_cast<size_t>(m->config.n_layers));  // 9+ tensors per layer
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].first, static_cast<int64_t>(i)) << i;
+    EXPECT_EQ(seen[i].second, seen.back().second) << i;
+  }
+  EXPECT_EQ(seen.back().first, seen.back().second);
+}
+
 TEST(ModelLoader, TinyGgufRequantToEveryType) {
   fs::path dir = make_temp_dir("loader");
   fs::path p = write_tiny_gguf(dir);
