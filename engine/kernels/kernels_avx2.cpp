@@ -1,5 +1,6 @@
 // AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0/Q4_0 matmuls as
-// integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick), Q4_K/Q5_K/Q6_K over Q8_K
+// integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick; per-row tiles for a few
+// tokens, 8-row panels for a prefill: panel_avx2-inl.h), Q4_K/Q5_K/Q6_K over Q8_K
 // activations (kernels_quant_avx2-inl.h), vectorised activation quantisers, F16 KV attention.
 #include <immintrin.h>
 
