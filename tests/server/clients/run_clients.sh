@@ -185,7 +185,7 @@ start_server() {
   local log="$1" port="" deadline
   : >"$log"  # the child opens it only after the fork: the first grep below could miss it
   "$build/anelm" serve --model "$model" --host 127.0.0.1 --port 0 "${serve_args[@]}" \
-    --logit-bias "151645+$end_bias" >"$log" 2>&1 &
+    --logit-bias "151645+$try_bias" >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do
     port="$(grep -o 'listening url=http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')"
@@ -240,6 +240,9 @@ req_re=' (GET|POST|HEAD|PUT|DELETE|OPTIONS|PATCH) [^ ]+ [0-9]{3} [0-9.]+ ms'
 # One run of recipe $name in $work/$name/$1: sets reasons, requests, gens, n_req, secs.
 attempt() {
   run="$work/$name/$1"
+  # A greedy client sends the same request on every run, so a retry lowers the end bias by 4 per run
+  # (11, 7, 3, -1): the first answer token is then a different one.
+  try_bias=$((end_bias - 4 * ($1 - 1)))
   dir="$run/project" home="$run/home" out="$run/stdout" err="$run/stderr" slog="$run/server.log"
   mkdir -p "$dir" "$home"
   printf 'Pelican crossing is the answer.\nSecond line.\n' >"$dir/hello.txt"  # what the agent prompts ask about
@@ -291,7 +294,8 @@ for name in "${recipes[@]}"; do
   attempt 1
   # A random model may sample <|im_end|> as the first token of its answer: the client then rightly
   # prints nothing. That empty turn (the last request 200, completion=0, finish=stop) is the test
-  # model's doing, so it gets up to three more runs (as in ../agents/run_agents.sh).
+  # model's doing, so it gets up to three more runs (as in ../agents/run_agents.sh), each with a lower
+  # end bias (a client that sends temperature 0 would otherwise get the same empty answer again).
   for again in 2 3 4; do
     [ "${reasons[*]}" = "exit 0 but no answer on stdout" ] &&
       tail -1 <<<"$gens" | grep -q -E ' 200 .*completion=0 .*finish=stop' || break
