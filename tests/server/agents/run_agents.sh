@@ -110,7 +110,7 @@ start_server() {
   : >"$log"  # exists before the first poll below (the background redirection may not have run yet)
   # shellcheck disable=SC2086
   "$build/anelm" serve --model "$model" --alias "$model_id" --host 127.0.0.1 --port 0 --ctx "$ctx" \
-    --parallel 2 --logit-bias "151645+$end_bias" ${ANELM_AGENTS_SERVER_ARGS:-} >"$log" 2>&1 &
+    --parallel 2 --logit-bias "151645+$try_bias" ${ANELM_AGENTS_SERVER_ARGS:-} >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do
     port="$(grep -o 'listening url=http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')"
@@ -175,6 +175,8 @@ t_all=$SECONDS
 # One run of client $name in $work/$name/$1: sets reasons, requests, gens, n_req, tools, secs.
 attempt() {
   local run="$work/$name/$1"
+  # A greedy client resends the same request, so each retry lowers the end bias by 4 (11, 7, 3, -1).
+  try_bias=$((end_bias - 4 * ($1 - 1)))
   dir="$run/project" home="$run/home" out="$run/stdout" err="$run/stderr" slog="$run/server.log"
   mkdir -p "$dir" "$home"
   printf 'Pelican crossing is the answer.\nSecond line.\n' >"$dir/hello.txt"
