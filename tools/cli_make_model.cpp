@@ -51,7 +51,7 @@ int run_make_model(int argc, char** argv) {
   options.add_options()
       ("arch", "qwen2, qwen3, qwen35, llama, granite or smollm3", cxxopts::value<std::string>()->default_value("qwen2"))
       ("shape", "tiny, tiny256, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b or llama-3.2-tiny; qwen35: tiny, "
-       "qwen3.5-0.8b or qwen3.5-2b; granite: tiny or granite-3.3-2b; smollm3: tiny or smollm3-3b (these three: GGUF)",
+       "qwen3.5-0.8b or qwen3.5-2b; granite: tiny or granite-3.3-2b; smollm3: tiny or smollm3-3b (these two: GGUF)",
        cxxopts::value<std::string>()->default_value("tiny"))
       ("dtype", std::string("f32, bf16, ") + engine::kWeightsTypeNames + " (block types: gguf only)",
        cxxopts::value<std::string>()->default_value("f16"))

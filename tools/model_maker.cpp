@@ -30,7 +30,6 @@ constexpr double kLlama32Scaling[4] = {32, 1, 4, 8192};
 
 ModelConfig shape_config(const MakeModelOptions& o) {
   if (o.arch == Arch::kQwen35) {
-    if (o.format != ModelFormat::kGguf) throw Error(ErrorKind::kInvalidArgument, "make_model: qwen35 is written as GGUF only");
     ModelConfig c = qwen35_shape_config(o.shape, o.layers);
     c.name = "qwen35-" + o.shape + "-random-seed" + std::to_string(o.seed);
     return c;
@@ -97,7 +96,9 @@ ModelConfig shape_config(const MakeModelOptions& o) {
 std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
   const int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff, v = c.vocab_size;
   std::vector<Plan> p;
-  p.push_back({"token_embd.weight", "model.embed_tokens.weight", {v, d}, Kind::kEmbed});
+  // Qwen3.5's checkpoints are multimodal: the text model sits under model.language_model.
+  const std::string hf_model = c.arch == Arch::kQwen35 ? "model.language_model." : "model.";
+  p.push_back({"token_embd.weight", hf_model + "embed_tokens.weight", {v, d}, Kind::kEmbed});
   for (int l = 0; l < c.n_layers; ++l) {
     if (c.arch == Arch::kQwen35) {
       add_qwen35_block_plan(c, l, p);
@@ -125,7 +126,8 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({g + "ffn_up.weight", h + "mlp.up_proj.weight", {ff, d}, Kind::kMatrix});
     p.push_back({g + "ffn_down.weight", h + "mlp.down_proj.weight", {d, ff}, Kind::kMatrix});
   }
-  p.push_back({"output_norm.weight", "model.norm.weight", {d}, Kind::kNorm});
+  p.push_back({"output_norm.weight", hf_model + "norm.weight", {d}, Kind::kNorm});
+  p.back().hf_zero_centred = c.arch == Arch::kQwen35;
   // GGUF only: llama.cpp's converter stores Llama-3 rope scaling as this tensor (HF: config.json).
   if (llama_gguf && !c.rope_freq_factors.empty())
     p.push_back({"rope_freqs.weight", "", {static_cast<int64_t>(c.rope_freq_factors.size())}, Kind::kRopeFreqs});
@@ -164,14 +166,18 @@ int64_t source_row(const Plan& p, int64_t r) {
   return head * hd + j * half + i;
 }
 
-// Fills one stored row in f32, already rounded to `round_to` so every format sees equal values.
-void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DType round_to, float* out) {
+// Fills one stored row in f32, already rounded to `round_to` so every format sees equal values. `hf`:
+// the row as the HF form stores it (Qwen3.5: value heads re-ordered, zero-centred norms, A_log).
+void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DType round_to, bool hf, float* out) {
   const int64_t cols = p.shape.size() == 2 ? p.shape[1] : p.shape[0];
   if (p.kind == Kind::kRopeFreqs) {
     std::copy(cfg.rope_freq_factors.begin(), cfg.rope_freq_factors.end(), out);
     return;
   }
-  const int64_t src = source_row(p, r);
+  const HfValueHeads heads = hf ? p.hf_heads : HfValueHeads{};
+  const bool vector = p.shape.size() == 1;
+  const int64_t src = heads.axis == HfValueHeads::kRows && !vector ? qwen35_gguf_index(heads, cfg.deltanet, r)
+                                                                   : source_row(p, r);
   float scale = 0, offset = 0;
   switch (p.kind) {
     // Granite multiplies the embeddings by embedding_scale (12): its stream starts as large as the
@@ -187,11 +193,17 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
     case Kind::kDecay: scale = 0.5f; break;
     case Kind::kRopeFreqs: break;
   }
+  // A vector's elements, or a matrix's columns, re-ordered by value head in the HF form.
+  const bool by_element = heads.axis == HfValueHeads::kCols || (heads.axis == HfValueHeads::kRows && vector);
   for (int64_t c = 0; c < cols; ++c) {
-    float x = offset + scale * normal_at(key, static_cast<uint64_t>(src * cols + c));
-    if (p.kind == Kind::kDecay) x = -std::exp(x);  // -exp(A_log), as the converter stores it
+    const int64_t sc = by_element ? qwen35_gguf_index(heads, cfg.deltanet, c) : c;
+    float x = offset + scale * normal_at(key, static_cast<uint64_t>(src * cols + sc));
     if (round_to == DType::kF16) x = f16_to_f32(f32_to_f16(x));
     if (round_to == DType::kBF16) x = bf16_to_f32(f32_to_bf16(x));
+    // The decay is drawn (and rounded) as A_log, which HF stores; GGUF holds -exp(A_log) in f32, as
+    // the converter writes it, so the loader's -exp of the HF value gives the same float.
+    if (p.kind == Kind::kDecay && !hf) x = -std::exp(x);
+    if (p.hf_zero_centred && hf) x -= 1.0f;  // exact: x is within [0.5, 2]
     out[c] = x;
   }
 }
@@ -199,7 +211,7 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
 // Streams every planned tensor through `sink(bytes, n)`, in plan order, ~4 MiB at a time.
 template <typename Sink>
 int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& types, const ModelConfig& cfg,
-                       uint64_t seed, DType value_dtype, Sink&& sink) {
+                       uint64_t seed, DType value_dtype, bool hf, Sink&& sink) {
   int64_t total = 0;
   std::vector<uint8_t> buf;
   std::vector<float> row;
@@ -213,7 +225,7 @@ int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& 
     const DType round_to = dtype_is_quantized(value_dtype) ? DType::kF32 : value_dtype;
     row.resize(cols);
     for (int64_t r = 0; r < rows; ++r) {
-      gen_row(p, cfg, key, r, round_to, row.data());
+      gen_row(p, cfg, key, r, round_to, hf, row.data());
       const size_t at = buf.size();
       buf.resize(at + row_bytes);
       kernels::row_from_f32(row.data(), types[i], buf.data() + at, cols);
@@ -373,17 +385,25 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     }
     for (size_t i = 0; i < plan.size(); ++i) w.add_tensor(plan[i].gguf_name, types[i], plan[i].shape);
     w.begin(out);
-    made.data_bytes = stream_tensors(plan, types, c, o.seed, o.dtype,
+    made.data_bytes = stream_tensors(plan, types, c, o.seed, o.dtype, false,
                                      [&](const void* d, size_t n) { w.write_data(d, n); });
     w.finish();
   } else {
     fs::create_directories(out);
-    write_hf_config(c, o.dtype, out);
+    if (c.arch == Arch::kQwen35) {
+      write_qwen35_hf_config(c, o.dtype, out);
+    } else {
+      write_hf_config(c, o.dtype, out);
+    }
     write_maker_vocab_hf(vocab, out);
     std::vector<SafetensorsWriter::Decl> decls;
-    for (size_t i = 0; i < plan.size(); ++i) decls.push_back({plan[i].hf_name, types[i], plan[i].shape});
+    for (size_t i = 0; i < plan.size(); ++i) {
+      std::vector<int64_t> shape = plan[i].shape;
+      if (plan[i].kind == Kind::kConv) shape = {shape[0], 1, shape[1]};  // PyTorch's Conv1d [channels, 1, taps]
+      decls.push_back({plan[i].hf_name, types[i], shape});
+    }
     SafetensorsWriter w((fs::path(out) / "model.safetensors").string(), decls, {{"format", "pt"}});
-    made.data_bytes = stream_tensors(plan, types, c, o.seed, o.dtype,
+    made.data_bytes = stream_tensors(plan, types, c, o.seed, o.dtype, true,
                                      [&](const void* d, size_t n) { w.append_data(d, n); });
     w.finish();
   }

@@ -14,21 +14,36 @@ namespace anelm::tools {
 // decay rate stored as llama.cpp's -exp(A_log) (negative, f32).
 enum class Kind { kEmbed, kMatrix, kNorm, kBias, kRopeFreqs, kConv, kDecay };
 
+// Qwen3.5's DeltaNet value heads: llama.cpp's converter stores them tiled (value head j reads key head
+// j % N_k), HF grouped (j / (N_v / N_k)). An HF tensor holds the GGUF's values re-ordered along one
+// axis: its rows (or the elements of a vector), or its columns (ssm_out's inputs), from index `at`
+// on, in heads of `size` entries.
+struct HfValueHeads {
+  enum Axis { kNone, kRows, kCols } axis = kNone;
+  int64_t at = 0, size = 0;
+};
+
 // One tensor to write. `permute_heads` > 0: a llama GGUF Q/K matrix whose rows are stored in
-// llama.cpp's converter order for that many heads.
+// llama.cpp's converter order for that many heads. `hf_zero_centred`: HF stores this RMSNorm weight
+// as w - 1 (Qwen3.5's norms, except the DeltaNet gated norm).
 struct Plan {
   std::string gguf_name, hf_name;
   std::vector<int64_t> shape;  // PyTorch order
   Kind kind;
   int permute_heads = 0;
+  HfValueHeads hf_heads = {};
+  bool hf_zero_centred = false;
 };
 
-// Qwen3.5 (GGUF only): the config of a shape ("tiny" as the peer kit's generator, "qwen3.5-0.8b",
-// "qwen3.5-2b"; layers > 0 overrides the count, every 4th block attention), one block's tensors,
-// and the qwen35.* metadata beyond the common keys.
+// Qwen3.5: the config of a shape ("tiny" as the peer kit's generator, "qwen3.5-0.8b", "qwen3.5-2b";
+// layers > 0 overrides the count, every 4th block attention), one block's tensors (GGUF and HF
+// names), the qwen35.* metadata beyond the common keys, and the HF config.json (text_config).
 engine::ModelConfig qwen35_shape_config(const std::string& shape, int layers);
 void add_qwen35_block_plan(const engine::ModelConfig& c, int layer, std::vector<Plan>& plan);
 void add_qwen35_hparams(const engine::ModelConfig& c, engine::GgufWriter& w);
+void write_qwen35_hf_config(const engine::ModelConfig& c, engine::DType dtype, const std::string& dir);
+// The GGUF index of HF entry `i` along a re-ordered axis (HfValueHeads) of a model with these heads.
+int64_t qwen35_gguf_index(const HfValueHeads& h, const engine::DeltaNetDims& dn, int64_t i);
 
 // Granite 3.x ("tiny", "granite-3.3-2b") and SmolLM3 ("tiny", "smollm3-3b"), GGUF only: Llama's
 // tensor plan (Q/K rows permuted) under the family's config; layers > 0 overrides the count.

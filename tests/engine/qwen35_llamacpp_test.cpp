@@ -1,7 +1,8 @@
 // Qwen3.5 (hybrid: Gated DeltaNet layers with a recurrent state, gated attention every 4th layer,
 // partial RoPE): random files from the peer kit's make_random_qwen35_gguf.py give llama.cpp's greedy
 // ids (recorded fixture) as f32, f16 and q8_0; chunked prefill equals token-by-token prefill; every
-// sequence of a batch gives the ids it gives alone, also beside a cancelled one.
+// sequence of a batch gives the ids it gives alone, also beside a cancelled one; HF directories
+// (written from a GGUF here, or by make-model) give the GGUF's ids.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -399,6 +400,48 @@ TEST(Qwen35, MadeModelRunsTheSameInLlamaCpp) {
   ASSERT_EQ(want.size(), 24u);
   EXPECT_EQ(load(made.path)->generate(greedy_request(prompt, 24), {}).ids, want);
 }
+
+// `anelm make-model --arch qwen35 --format hf` writes the same weights as its GGUF, in the HF
+// checkpoint's conventions (zero-centred norms, A_log, grouped value heads, Conv1d [channels, 1,
+// taps]): both forms give the same greedy ids, and logits that differ only by the order the value
+// heads are summed in (tiny: 2 key / 4 value heads, so a wrong head order would show).
+class Qwen35MadeHf : public ::testing::TestWithParam<DType> {};
+
+TEST_P(Qwen35MadeHf, SameIdsAndLogitsAsItsGguf) {
+  ANELM_REQUIRE_SHARED_MODEL(vocab, "ggml-vocab-qwen35.gguf");
+  const fs::path dir = anelm::testing::make_temp_dir("qwen35-made-hf");
+  tools::MakeModelOptions o;
+  o.arch = Arch::kQwen35;
+  o.shape = "tiny";
+  o.dtype = GetParam();
+  o.seed = 5;
+  o.tokenizer = vocab.string();
+  const tools::MadeModel gguf = tools::make_model(o, (dir / "made.gguf").string());
+  o.format = ModelFormat::kHf;
+  const tools::MadeModel hf = tools::make_model(o, (dir / "made-hf").string());
+  ASSERT_TRUE(fs::exists(fs::path(hf.path) / "config.json"));
+  auto a = load(gguf.path), b = load(hf.path);
+  EXPECT_FALSE(a->config().deltanet.grouped_heads);
+  EXPECT_TRUE(b->config().deltanet.grouped_heads);
+  EXPECT_EQ(b->config().n_attention_layers(), 1);
+  EXPECT_EQ(b->config().rope_dim, 64);
+  const nlohmann::json fx = fixture();
+  for (const char* name : {"fox", "long"}) {
+    const std::vector<int> prompt = prompt_ids(fx, name);
+    const std::vector<int> ids = a->generate(greedy_request(prompt, 24), {}).ids;
+    EXPECT_EQ(b->generate(greedy_request(prompt, 24), {}).ids, ids) << name;
+    const std::span<const float> la = a->forward(prompt, 0, false);
+    const std::vector<float> want(la.begin(), la.end());
+    const std::span<const float> lb = b->forward(prompt, 0, false);
+    ASSERT_EQ(lb.size(), want.size());
+    float worst = 0;
+    for (size_t v = 0; v < want.size(); ++v) worst = std::max(worst, std::abs(lb[v] - want[v]));
+    EXPECT_LT(worst, 1e-3f) << name << ": max |logit difference| GGUF vs HF after the prompt";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Qwen35MadeHf, ::testing::Values(DType::kF32, DType::kF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace
 }  // namespace anelm::engine
