@@ -221,7 +221,7 @@ MilVar linear(BlockEmitter& e, const std::string& var, const MilVar& w, const Mi
 
 std::string block_name(const std::string& kind, int index, std::int64_t seq_len) {
   char buf[96];
-  if (kind == "attn_in" || kind == "ffn")
+  if (kind == "attn_in" || kind == "ffn" || kind == "dn_in" || kind == "dn_ffn")
     std::snprintf(buf, sizeof buf, "L%02d_%s_s%lld", index, kind.c_str(),
                   static_cast<long long>(seq_len));
   else if (kind == "lm_head")
@@ -250,42 +250,90 @@ QuantizedRows quantize_rows_int8(std::span<const float> w, std::int64_t rows, st
   return r;
 }
 
-Status build_attn_input_block(const LayerShapes& s, const AttnInputWeights& w,
-                              const BlockOptions& opts, BlockProgram* out) {
+namespace {
+
+// One projection of a stacked in-projection program: its output segment and rows.
+struct StackPart {
+  std::string name;
+  LinearWeights w;
+  std::int64_t rows = 0;
+};
+
+// RMSNorm(x) * gain, then every part's rows stacked into one conv (+ one bias add when any part
+// has a bias): program A of every layer kind. `wvar`/`wfile` name the stacked weight (the bias is
+// "B"/"b" + the rest), kept per kind so Qwen2.5's programs stay byte-identical.
+Status build_norm_stack(const LayerShapes& s, std::span<const float> norm_gain,
+                        const std::vector<StackPart>& parts, const std::string& kind,
+                        const std::string& wvar, const std::string& wfile,
+                        const BlockOptions& opts, BlockProgram* out) {
   ANE_RETURN_IF_ERROR(check_opts(s, opts));
-  const std::int64_t d = s.d_model, qd = s.q_dim(), kvd = s.kv_dim(), S = opts.seq_len;
-  ANE_RETURN_IF_ERROR(check_span(w.norm_gain, d, "norm_gain"));
-  ANE_RETURN_IF_ERROR(check_linear(w.q, qd, d, "q"));
-  ANE_RETURN_IF_ERROR(check_linear(w.k, kvd, d, "k"));
-  ANE_RETURN_IF_ERROR(check_linear(w.v, kvd, d, "v"));
+  const std::int64_t d = s.d_model, S = opts.seq_len;
+  ANE_RETURN_IF_ERROR(check_span(norm_gain, d, "norm_gain"));
+  std::int64_t rows = 0;
+  for (const StackPart& p : parts) {
+    if (p.rows <= 0) return invalid_argument(p.name + " has no rows");
+    ANE_RETURN_IF_ERROR(check_linear(p.w, p.rows, d, p.name));
+    rows += p.rows;
+  }
   *out = BlockProgram{};
-  out->source.name = opts.name.empty() ? block_name("attn_in", 0, S) : opts.name;
-  out->kind = "attn_in";
+  out->source.name = opts.name.empty() ? block_name(kind, 0, S) : opts.name;
+  out->kind = kind;
   BlockEmitter e(out->source.name, opts);
   MilFunctionBuilder& f = e.fn();
   MilVar x = f.input("x", act(d, S));
-  std::vector<float> wqkv, bqkv;
-  const std::vector<float> gain = scaled_gain(w.norm_gain, d);
-  bool has_bias = stack_linear(w.q, qd, d, gain, &wqkv, &bqkv);
-  has_bias |= stack_linear(w.k, kvd, d, gain, &wqkv, &bqkv);
-  has_bias |= stack_linear(w.v, kvd, d, gain, &wqkv, &bqkv);
+  std::vector<float> ws, bs;
+  const std::vector<float> gain = scaled_gain(norm_gain, d);
+  bool has_bias = false;
+  for (const StackPart& p : parts) has_bias |= stack_linear(p.w, p.rows, d, gain, &ws, &bs);
   e.conv_consts();
-  MilVar W = e.weight("Wqkv", "wqkv", wqkv, s.qkv_dim(), d);
+  MilVar W = e.weight(wvar, wfile, ws, rows, d);
   MilVar B;
-  if (has_bias) B = e.vec("Bqkv", "bqkv", bqkv);
+  if (has_bias) B = e.vec("B" + wvar.substr(1), "b" + wfile.substr(1), bs);
   MilVar xn = e.rms_norm(x, d, s.rms_eps, "");
   MilVar y = linear(e, "y", W, has_bias ? &B : nullptr, xn);
   f.output(y);
   ANE_RETURN_IF_ERROR(e.finish(out));
   out->inputs = {IoDesc{"x", act(d, S), {{"x", 0, d}}}};
-  out->outputs = {IoDesc{"y", y.type, {{"q", 0, qd}, {"k", qd, kvd}, {"v", qd + kvd, kvd}}}};
+  std::vector<IoSegment> segs;
+  std::int64_t off = 0;
+  for (const StackPart& p : parts) {
+    segs.push_back({p.name, off, p.rows});
+    off += p.rows;
+  }
+  out->outputs = {IoDesc{"y", y.type, std::move(segs)}};
   return {};
+}
+
+// Rows of a [rows][d] span (0 when it is not a whole number of rows).
+std::int64_t rows_of(std::span<const float> w, std::int64_t d) {
+  const auto n = static_cast<std::int64_t>(w.size());
+  return d > 0 && n % d == 0 ? n / d : 0;
+}
+
+}  // namespace
+
+Status build_attn_input_block(const LayerShapes& s, const AttnInputWeights& w,
+                              const BlockOptions& opts, BlockProgram* out) {
+  const std::int64_t qd = s.q_dim(), kvd = s.kv_dim();
+  std::vector<StackPart> parts = {{"q", w.q, qd}, {"k", w.k, kvd}, {"v", w.v, kvd}};
+  if (!w.gate.weight.empty()) parts.push_back({"gate", w.gate, qd});
+  return build_norm_stack(s, w.norm_gain, parts, "attn_in", "Wqkv", "wqkv", opts, out);
+}
+
+Status build_deltanet_input_block(const LayerShapes& s, const DeltaNetInputWeights& w,
+                                  const BlockOptions& opts, BlockProgram* out) {
+  const std::int64_t d = s.d_model;
+  const std::vector<StackPart> parts = {{"qkv", {w.qkv, {}}, rows_of(w.qkv, d)},
+                                        {"z", {w.z, {}}, rows_of(w.z, d)},
+                                        {"beta", {w.beta, {}}, rows_of(w.beta, d)},
+                                        {"alpha", {w.alpha, {}}, rows_of(w.alpha, d)}};
+  return build_norm_stack(s, w.norm_gain, parts, "dn_in", "Win", "win", opts, out);
 }
 
 Status build_ffn_block(const LayerShapes& s, const FfnBlockWeights& w, const BlockOptions& opts,
                        BlockProgram* out) {
   ANE_RETURN_IF_ERROR(check_opts(s, opts));
-  const std::int64_t d = s.d_model, qd = s.q_dim(), ff = s.d_ff, S = opts.seq_len;
+  const std::int64_t d = s.d_model, qd = s.mix_dim(), ff = s.d_ff, S = opts.seq_len;
   ANE_RETURN_IF_ERROR(check_linear(w.o, d, qd, "o"));
   ANE_RETURN_IF_ERROR(check_span(w.norm_gain, d, "norm_gain"));
   ANE_RETURN_IF_ERROR(check_linear(w.gate, ff, d, "gate"));

@@ -20,8 +20,12 @@ struct LayerShapes {
   std::int64_t head_dim = 0;    // HD
   std::int64_t d_ff = 0;        // F
   double rms_eps = 1e-6;
+  // Input width of the output projection program B starts with: 0 means q_dim (attention); a
+  // Gated DeltaNet layer's ssm_out reads its value_dim (engine/ane/ane_programs.h).
+  std::int64_t mixer_dim = 0;
 
   std::int64_t q_dim() const { return n_heads * head_dim; }
+  std::int64_t mix_dim() const { return mixer_dim > 0 ? mixer_dim : q_dim(); }
   std::int64_t kv_dim() const { return n_kv_heads * head_dim; }
   std::int64_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
 };
@@ -38,12 +42,24 @@ struct LinearWeights {
   std::span<const float> bias;
 };
 
-// Program A of a layer: RMSNorm(x) * gain, then stacked Q, K, V projections (+ biases).
+// Program A of a layer: RMSNorm(x) * gain, then stacked Q, K, V projections (+ biases), and for
+// gated attention (Qwen3.5) the output gate's rows after them.
 struct AttnInputWeights {
   std::span<const float> norm_gain;  // [D] input_layernorm
   LinearWeights q;                   // [H*HD][D]
   LinearWeights k;                   // [KVH*HD][D]
   LinearWeights v;                   // [KVH*HD][D]
+  LinearWeights gate = {};           // [H*HD][D] or empty (no output gate)
+};
+
+// Program A of a Gated DeltaNet layer (Qwen3.5): RMSNorm(x) * gain, then its four in-projections
+// stacked. Row counts come from the spans (each a multiple of D): conv_dim, value_dim, N_v, N_v.
+struct DeltaNetInputWeights {
+  std::span<const float> norm_gain;  // [D] input_layernorm
+  std::span<const float> qkv;        // [conv_dim][D] attn_qkv: q | k | v, the conv's input
+  std::span<const float> z;          // [value_dim][D] attn_gate, the output gate
+  std::span<const float> beta;       // [N_v][D] ssm_beta
+  std::span<const float> alpha;      // [N_v][D] ssm_alpha
 };
 
 // Program B of a layer: h = x + Wo a; y = h + Wd (silu(Wg n) * Wu n), n = RMSNorm(h) * gain.
@@ -93,7 +109,7 @@ struct IoDesc {
 // A block ready to compile or export.
 struct BlockProgram {
   ProgramSource source;            // name, MIL text, weights/*.bin files
-  std::string kind;                // "attn_in", "ffn", "lm_head", "final_norm"
+  std::string kind;                // "attn_in", "ffn", "dn_in", "dn_ffn", "lm_head", "final_norm"
   int layer = -1;                  // decoder layer, or -1
   std::vector<IoDesc> inputs;      // one input
   std::vector<IoDesc> outputs;     // one output (results concatenated on channels, §4.5)
@@ -108,9 +124,16 @@ struct BlockProgram {
 Status build_attn_input_block(const LayerShapes& shapes, const AttnInputWeights& w,
                               const BlockOptions& opts, BlockProgram* out);
 
-// Program B. Input x [1, Qd + D, 1, S]: channels [0, Qd) the attention output (heads concatenated,
-// before o_proj), [Qd, Qd + D) the residual stream. Output y [1, D, 1, S]: the next residual, or
-// with opts.update_only the update to add to it.
+// Program A of a Gated DeltaNet layer. Input x [1, D, 1, S]; output y [1, conv_dim + value_dim +
+// 2 N_v, 1, S] with segments qkv, z, beta, alpha (no biases: Qwen3.5 has none). The conv, the
+// gates and the recurrence run on the CPU.
+Status build_deltanet_input_block(const LayerShapes& shapes, const DeltaNetInputWeights& w,
+                                  const BlockOptions& opts, BlockProgram* out);
+
+// Program B. Input x [1, M + D, 1, S] with M = shapes.mix_dim(): channels [0, M) the mixer output
+// before its output projection (attention heads concatenated, or a DeltaNet layer's gated-normed
+// values), [M, M + D) the residual stream. Output y [1, D, 1, S]: the next residual, or with
+// opts.update_only the update to add to it.
 Status build_ffn_block(const LayerShapes& shapes, const FfnBlockWeights& w,
                        const BlockOptions& opts, BlockProgram* out);
 
@@ -168,8 +191,8 @@ struct ProgramPlan {
 };
 ProgramPlan plan_programs(const ModelShapes& model, const ProgramPlanOptions& opts);
 
-// Conventional program names: "L07_attn_in_s32", "L07_ffn_s128", "lm_head_03_s32",
-// "final_norm_s32".
+// Conventional program names: "L07_attn_in_s32", "L07_ffn_s128", "L04_dn_in_s32",
+// "L04_dn_ffn_s32", "lm_head_03_s32", "final_norm_s32".
 std::string block_name(const std::string& kind, int index, std::int64_t seq_len);
 
 }  // namespace anelm::ane

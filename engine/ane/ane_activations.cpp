@@ -28,12 +28,17 @@ class Recorder final : public LayerExecutor {
   Recorder(const ModelConfig& c, LayerExecutor& cpu, AneRecorded& r) : c_(c), cpu_(cpu), r_(r) {}
   const char* name() const override { return "ane-recorder"; }
   void run_layer(const LayerBatch& b) override {
-    const std::size_t d = static_cast<std::size_t>(c_.d_model), qd = c_.q_dim();
+    const std::size_t d = static_cast<std::size_t>(c_.d_model);
     const std::size_t rows = static_cast<std::size_t>(b.n);
     auto l = static_cast<std::size_t>(b.layer);
     r_.x_in[l].assign(b.x, b.x + rows * d);
     cpu_.run_layer(b);
-    r_.att[l].assign(b.acts->att.begin(), b.acts->att.begin() + static_cast<long>(rows * qd));
+    // What the CPU mixer fed its output projection: the (gated) attention output, or a DeltaNet
+    // layer's gated-normed values; both stay in the scratch after the layer.
+    const bool dn = c_.mixer(b.layer) == Mixer::kDeltaNet;
+    const std::vector<float>& mixed = dn ? b.acts->dn_out : b.acts->att;
+    const auto width = static_cast<std::size_t>(ane_programs::ane_mixer_width(c_, b.layer));
+    r_.att[l].assign(mixed.begin(), mixed.begin() + static_cast<long>(rows * width));
     if (b.layer == c_.n_layers - 1) r_.x_final.assign(b.x, b.x + rows * d);
   }
 

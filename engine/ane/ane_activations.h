@@ -14,9 +14,10 @@
 
 namespace anelm::engine {
 
-// Per layer the input residual and the attention output (before o_proj), then the last layer's
-// output (the head's input), on ane_calibration_ids (BOS first: massive activations live there).
-// All [tokens][width].
+// Per layer the input residual and the mixer output before its output projection (program B's
+// first input: the gated attention output [n][q_dim], or a Gated DeltaNet layer's gated-normed
+// values [n][value_dim]), then the last layer's output (the head's input), on
+// ane_calibration_ids (BOS first: massive activations live there). All [tokens][width].
 struct AneRecorded {
   int n = 0;
   std::vector<std::vector<float>> x_in, att;

@@ -68,4 +68,28 @@ void ane_attention_core(const ModelConfig& cfg, const kernels::KernelTable& k, T
   }
 }
 
+void ane_qk_head_norms(const ModelConfig& cfg, const LayerWeights& L, const kernels::KernelTable& k,
+                       const LayerBatch& b) {
+  Activations& a = *b.acts;
+  const int hd = cfg.head_dim;
+  auto norm = [&](const TensorView& w, float* x, int rows) {
+    if (w.empty()) return;
+    const auto* weight = static_cast<const float*>(w.data);
+    for (int r = 0; r < rows; ++r) {
+      float* h = x + static_cast<int64_t>(r) * hd;
+      k.rmsnorm(h, weight, cfg.rms_eps, hd, h);
+    }
+  };
+  norm(L.q_norm, a.q.data(), b.n * cfg.n_heads);
+  norm(L.k_norm, a.k.data(), b.n * cfg.n_kv_heads);
+}
+
+void ane_output_gate(const ModelConfig& cfg, const LayerBatch& b) {
+  Activations& a = *b.acts;
+  const int64_t m = static_cast<int64_t>(b.n) * cfg.q_dim();
+  float* o = a.att.data();
+  const float* g = a.q_gate.data();
+  for (int64_t i = 0; i < m; ++i) o[i] = o[i] / (1.0f + std::exp(-g[i]));
+}
+
 }  // namespace anelm::engine

@@ -6,6 +6,7 @@
 #include "engine/layer_executor.h"
 #include "engine/model_config.h"
 #include "engine/thread_pool.h"
+#include "engine/weights.h"
 
 namespace anelm::engine {
 
@@ -15,5 +16,14 @@ namespace anelm::engine {
 // Query head h reads KV head h / group_size (HF repeat_kv).
 void ane_attention_core(const ModelConfig& cfg, const kernels::KernelTable& k, ThreadPool& pool,
                         const LayerBatch& b);
+
+// Qwen3/Qwen3.5: RMSNorm over each head of acts->q [n][H][HD] and acts->k [n][KVH][HD] with the
+// layer's q_norm / k_norm, in place, before RoPE (as AttentionMixer); a no-op without them.
+void ane_qk_head_norms(const ModelConfig& cfg, const LayerWeights& L, const kernels::KernelTable& k,
+                       const LayerBatch& b);
+
+// Qwen3.5's gated attention: acts->att [n][q_dim] *= sigmoid(gate), the gates program A emitted
+// in acts->q_gate as [n][q_dim] (before the output projection in program B).
+void ane_output_gate(const ModelConfig& cfg, const LayerBatch& b);
 
 }  // namespace anelm::engine

@@ -15,6 +15,7 @@
 #include "engine/activations.h"
 #include "engine/ane/ane_attention.h"
 #include "engine/ane/ane_calibrate.h"
+#include "engine/ane/ane_deltanet.h"
 #include "engine/ane/ane_programs.h"
 #include "engine/ane/ane_selfcheck.h"
 #include "engine/error.h"
@@ -37,16 +38,30 @@ struct Surface {
       : layout(l), bytes(static_cast<std::size_t>(l.alloc_bytes())) {}
 };
 
-// The four surfaces of one S bucket, shared by every layer (programs run one at a time).
+// A layer kind's two surfaces whose width depends on the kind: A's output, B's input.
+struct KindIo {
+  Surface a_out, b_in;  // [in width, S]; [mixer width + D, S]
+  KindIo(const ModelConfig& c, int layer, std::int64_t s)
+      : a_out(ane::SurfaceLayout::channel_major(ane_in_width(c, layer), s)),
+        b_in(ane::SurfaceLayout::channel_major(ane_mixer_width(c, layer) + c.d_model, s)) {}
+};
+
+// The surfaces of one S bucket, shared by every layer (programs run one at a time): A's input and
+// B's output ([D, S]) and, per layer kind the model has, the other two.
 struct BucketIo {
   std::int64_t seq;
-  Surface a_in, a_out, b_in, b_out;  // [D,S] -> [Qd+2KVd,S]; [Qd+D,S] -> [D,S]
+  Surface a_in, b_out;
+  std::unique_ptr<KindIo> kinds[2];  // by Mixer; null for a kind the model has no layer of
   BucketIo(const ModelConfig& c, std::int64_t s)
       : seq(s),
         a_in(ane::SurfaceLayout::channel_major(c.d_model, s)),
-        a_out(ane::SurfaceLayout::channel_major(c.q_dim() + 2 * c.kv_dim(), s)),
-        b_in(ane::SurfaceLayout::channel_major(c.q_dim() + c.d_model, s)),
-        b_out(ane::SurfaceLayout::channel_major(c.d_model, s)) {}
+        b_out(ane::SurfaceLayout::channel_major(c.d_model, s)) {
+    for (int l = 0; l < c.n_layers; ++l) {
+      std::unique_ptr<KindIo>& k = kinds[static_cast<std::size_t>(c.mixer(l))];
+      if (!k) k = std::make_unique<KindIo>(c, l, s);
+    }
+  }
+  KindIo& of(Mixer m) { return *kinds[static_cast<std::size_t>(m)]; }
 };
 
 void evaluate(ane::Program& p, const Surface& in, Surface& out) {
@@ -66,12 +81,13 @@ void unpack(const Surface& s, int m, std::int64_t off, std::int64_t ch, float* r
   check(ane::unpack_tokens(s.bytes, s.layout, m, dst, off, ch), "unpacking an ANE output");
 }
 
-// State shared by the layer executors: config, CPU kernels for the attention core, surfaces.
+// State shared by the layer executors: config, CPU kernels for the mixer cores, surfaces.
 struct AneShared {
   const ModelConfig& cfg;
   const kernels::KernelTable& k;
   ThreadPool& pool;
   std::vector<BucketIo> io;  // ascending S
+  AneDeltaNetCore deltanet;  // Gated DeltaNet layers' CPU part
 
   // The smallest bucket holding `remaining` tokens, else the largest (then more chunks follow).
   std::size_t bucket_for(int remaining) const {
@@ -81,11 +97,19 @@ struct AneShared {
   }
 };
 
-// One decoder layer: A on the ANE, attention on the CPU, B on the ANE; chunked over S buckets.
+// One decoder layer: A on the ANE, the token mixer's core on the CPU, B on the ANE; chunked over
+// S buckets. Attention: A = norm + q | k | v (| gate); CPU: q/k head norms, RoPE, KV store,
+// attention, output gate. Gated DeltaNet: A = norm + qkv | z | beta | alpha; CPU: conv, L2 norms,
+// gates, delta rule, gated RMSNorm. B = output projection + residual + norm + SwiGLU + residual.
 class AneLayer final : public LayerExecutor {
  public:
-  AneLayer(AneShared& s, int layer, bool fp32_residual)
-      : s_(s), layer_(layer), fp32_residual_(fp32_residual) {}
+  AneLayer(AneShared& s, int layer, const LayerWeights& w, bool fp32_residual)
+      : s_(s),
+        layer_(layer),
+        kind_(s.cfg.mixer(layer)),
+        w_(w),
+        mix_(ane_mixer_width(s.cfg, layer)),
+        fp32_residual_(fp32_residual) {}
   const char* name() const override { return "ane"; }
 
   void add(std::unique_ptr<ane::Program> a, std::unique_ptr<ane::Program> b) {
@@ -102,26 +126,34 @@ class AneLayer final : public LayerExecutor {
                                             " called for layer " + std::to_string(b.layer));
     Activations& a = *b.acts;
     const ModelConfig& c = s_.cfg;
-    const std::int64_t d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim();
-    for (int t0 = 0; t0 < b.n;) {  // A: x rows -> q, k, v rows
+    const std::int64_t d = c.d_model;
+    for (int t0 = 0; t0 < b.n;) {  // A: x rows -> the mixer's projections
       const std::size_t bi = s_.bucket_for(b.n - t0);
       BucketIo& io = s_.io[bi];
+      KindIo& kio = io.of(kind_);
       const int m = static_cast<int>(std::min<std::int64_t>(io.seq, b.n - t0));
       pack(b.x + t0 * d, m, 0, d, io.a_in);
-      evaluate(*attn_[bi], io.a_in, io.a_out);
-      unpack(io.a_out, m, 0, qd, a.q.data() + t0 * qd);
-      unpack(io.a_out, m, qd, kvd, a.k.data() + t0 * kvd);
-      unpack(io.a_out, m, qd + kvd, kvd, a.v.data() + t0 * kvd);
+      evaluate(*attn_[bi], io.a_in, kio.a_out);
+      unpack_projections(kio.a_out, m, t0, a);
       t0 += m;
     }
-    ane_attention_core(c, s_.k, s_.pool, b);
-    for (int t0 = 0; t0 < b.n;) {  // B: (attention rows, residual rows) -> next residual rows
+    const float* mixed = a.att.data();  // B's first input: the mixer output, [n][mix_]
+    if (kind_ == Mixer::kDeltaNet) {
+      s_.deltanet.run(w_.deltanet, b);
+      mixed = a.dn_out.data();
+    } else {
+      ane_qk_head_norms(c, w_, s_.k, b);
+      ane_attention_core(c, s_.k, s_.pool, b);
+      if (c.attn_output_gate) ane_output_gate(c, b);
+    }
+    for (int t0 = 0; t0 < b.n;) {  // B: (mixer rows, residual rows) -> next residual rows
       const std::size_t bi = s_.bucket_for(b.n - t0);
       BucketIo& io = s_.io[bi];
+      KindIo& kio = io.of(kind_);
       const int m = static_cast<int>(std::min<std::int64_t>(io.seq, b.n - t0));
-      pack(a.att.data() + t0 * qd, m, 0, qd, io.b_in);
-      pack(b.x + t0 * d, m, qd, d, io.b_in);
-      evaluate(*ffn_[bi], io.b_in, io.b_out);
+      pack(mixed + t0 * mix_, m, 0, mix_, kio.b_in);
+      pack(b.x + t0 * d, m, mix_, d, kio.b_in);
+      evaluate(*ffn_[bi], kio.b_in, io.b_out);
       if (!fp32_residual_) {
         unpack(io.b_out, m, 0, d, b.x + t0 * d);
       } else {  // B returned the update only: the residual never leaves fp32
@@ -134,10 +166,33 @@ class AneLayer final : public LayerExecutor {
   }
 
  private:
+  // Program A's output segments (ane_in_width's order) of rows [t0, t0 + m) into the scratch the
+  // CPU core reads.
+  void unpack_projections(const Surface& out, int m, int t0, Activations& a) const {
+    const ModelConfig& c = s_.cfg;
+    if (kind_ == Mixer::kDeltaNet) {
+      const DeltaNetDims& dn = c.deltanet;
+      const std::int64_t cd = dn.conv_dim(), vd = dn.value_dim(), nv = dn.n_v_heads;
+      unpack(out, m, 0, cd, a.dn_qkv.data() + t0 * cd);
+      unpack(out, m, cd, vd, a.dn_z.data() + t0 * vd);
+      unpack(out, m, cd + vd, nv, a.dn_beta.data() + t0 * nv);
+      unpack(out, m, cd + vd + nv, nv, a.dn_g.data() + t0 * nv);
+      return;
+    }
+    const std::int64_t qd = c.q_dim(), kvd = c.kv_dim();
+    unpack(out, m, 0, qd, a.q.data() + t0 * qd);
+    unpack(out, m, qd, kvd, a.k.data() + t0 * kvd);
+    unpack(out, m, qd + kvd, kvd, a.v.data() + t0 * kvd);
+    if (c.attn_output_gate) unpack(out, m, qd + 2 * kvd, qd, a.q_gate.data() + t0 * qd);
+  }
+
   AneShared& s_;
   int layer_;
+  Mixer kind_;
+  const LayerWeights& w_;
+  std::int64_t mix_;
   bool fp32_residual_;
-  std::vector<std::unique_ptr<ane::Program>> attn_, ffn_;  // [bucket]
+  std::vector<std::unique_ptr<ane::Program>> attn_, ffn_;  // [bucket] programs A and B
 };
 
 // Final norm + LM head as vocabulary chunks at S = 32: up to 32 rows per pass, one shared input.
@@ -201,7 +256,11 @@ class AneBackendImpl final : public AneBackend {
  public:
   AneBackendImpl(const ModelConfig& cfg, const ModelWeights& w, Transformer& tf, ThreadPool& pool,
                  const AneBackendOptions& o)
-      : cfg_(cfg), w_(w), tf_(tf), opts_(o), shared_{cfg, tf.kernels(), pool, {}} {
+      : cfg_(cfg),
+        w_(w),
+        tf_(tf),
+        opts_(o),
+        shared_{cfg, tf.kernels(), pool, {}, AneDeltaNetCore(cfg, tf.kernels(), pool)} {
     std::string why;
     check(ane::make_runtime(runtime_options(o), &rt_, &why), "starting the ANE runtime");
     const bool sim = rt_->kind() != "ane";
@@ -274,8 +333,9 @@ class AneBackendImpl final : public AneBackend {
   template <class Progress>
   bool compile_layer(int l, const std::vector<std::int64_t>& buckets, Progress& progress) {
     auto t0 = Clock::now();
-    const LayerF32 lw(w_.layers[static_cast<std::size_t>(l)]);
-    auto layer = std::make_unique<AneLayer>(shared_, l, opts_.fp32_residual);
+    const LayerF32 lw(cfg_, l, w_.layers[static_cast<std::size_t>(l)]);
+    auto layer =
+        std::make_unique<AneLayer>(shared_, l, w_.layers[static_cast<std::size_t>(l)], opts_.fp32_residual);
     for (std::int64_t s : buckets) {
       const ane::BlockProgram a = build_layer_block(cfg_, lw, l, false, s, opts_.int8_weights, ps_);
       const ane::BlockProgram b =

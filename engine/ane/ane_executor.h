@@ -1,6 +1,8 @@
 // The ANE backend: every decoder layer (two fused programs) and the LM head (vocabulary chunks)
-// lowered to ane_bridge programs compiled once at start-up; RoPE + causal GQA attention over the
-// KV cache run on the CPU between a layer's two programs. Only ane_executor.cpp sees ane_bridge.
+// lowered to ane_bridge programs compiled once at start-up; the token mixer's core runs on the CPU
+// between a layer's two programs (attention: q/k head norms, RoPE, causal GQA attention over the
+// KV cache, Qwen3.5's output gate; Gated DeltaNet: conv, gates, delta rule, gated RMSNorm). Only
+// ane_executor.cpp sees ane_bridge.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +19,11 @@ namespace anelm::engine {
 class ThreadPool;
 class Transformer;
 
-// Per layer: program A = RMSNorm + stacked QKV (+ biases), [1, D, 1, S] -> [1, Qd + 2 KVd, 1, S];
-// CPU: RoPE, K/V store, attention; program B = o_proj + residual + RMSNorm + SwiGLU + residual,
-// [1, Qd + D, 1, S] -> [1, D, 1, S]. LM head: ceil(vocab / max_lm_head_rows) chunks at S = 32, each
+// Per layer: program A = RMSNorm + the stacked in-projections, [1, D, 1, S] -> [1, A, 1, S]
+// (attention: q | k | v (+ biases) | gate (Qwen3.5), A = Qd + 2 KVd (+ Qd); Gated DeltaNet:
+// qkv | z | beta | alpha, A = conv_dim + value_dim + 2 N_v); CPU: the mixer core; program B =
+// output projection + residual + RMSNorm + SwiGLU + residual, [1, M + D, 1, S] -> [1, D, 1, S]
+// (M = Qd, or value_dim for ssm_out). LM head: ceil(vocab / max_lm_head_rows) chunks at S = 32, each
 // recomputing the final norm. Decode uses S = 32 with the token in lane 0; prefill runs chunks
 // through the S buckets.
 struct AneBackendOptions {

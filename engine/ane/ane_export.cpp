@@ -26,14 +26,34 @@ std::int64_t matrix_bytes(std::int64_t rows, std::int64_t cols, bool int8) {
               : blob_file_bytes(2 * rows * cols);
 }
 
+// Per layer kind: program A's stacked in-projection (+ biases) and program B's output
+// projection + FFN.
+std::int64_t layer_weight_bytes(const ModelConfig& c, int layer, bool int8) {
+  const std::int64_t d = c.d_model, f = c.d_ff, in = ane_in_width(c, layer);
+  const bool bias = c.qkv_bias && c.mixer(layer) == Mixer::kAttention;
+  const std::int64_t a = matrix_bytes(in, d, int8) + (bias ? blob_file_bytes(2 * in) : 0);
+  const std::int64_t b = matrix_bytes(d, ane_mixer_width(c, layer), int8) +
+                         2 * matrix_bytes(f, d, int8) + matrix_bytes(d, f, int8);
+  return a + b;
+}
+
 std::int64_t estimate_weight_bytes(const ModelConfig& c, const Placement& p, bool int8) {
-  const std::int64_t d = c.d_model, qkv = c.q_dim() + 2 * c.kv_dim(), f = c.d_ff;
-  std::int64_t a = matrix_bytes(qkv, d, int8) + (c.qkv_bias ? blob_file_bytes(2 * qkv) : 0);
-  std::int64_t b =
-      matrix_bytes(d, c.q_dim(), int8) + 2 * matrix_bytes(f, d, int8) + matrix_bytes(d, f, int8);
-  std::int64_t total = (a + b) * p.ane_layers * static_cast<std::int64_t>(p.buckets.size());
-  for (const auto& ch : p.chunks) total += matrix_bytes(ch.rows, d, int8);
+  std::int64_t total = 0;
+  for (int l = 0; l < p.ane_layers; ++l)
+    total += layer_weight_bytes(c, l, int8) * static_cast<std::int64_t>(p.buckets.size());
+  for (const auto& ch : p.chunks) total += matrix_bytes(ch.rows, c.d_model, int8);
   return total;
+}
+
+// The names of the programs a placement builds, in build order (the export writes the same).
+std::vector<std::string> program_names(const ModelConfig& c, const Placement& p) {
+  std::vector<std::string> names;
+  for (int l = 0; l < p.ane_layers; ++l)
+    for (std::int64_t sq : p.buckets)
+      for (bool ffn : {false, true}) names.push_back(ane::block_name(ane_layer_kind(c, l, ffn), l, sq));
+  for (std::size_t i = 0; i < p.chunks.size(); ++i)
+    names.push_back(ane::block_name("lm_head", static_cast<int>(i), ane::kDecodeSeqLen));
+  return names;
 }
 
 AneCompileSummary summarize(const ModelConfig& cfg, const AneBackendOptions& o,
@@ -54,6 +74,9 @@ AneCompileSummary summarize(const ModelConfig& cfg, const AneBackendOptions& o,
                   p.total <= o.compile_budget &&
                   (o.max_live_programs == 0 || p.live <= o.max_live_programs);
   s.total_weight_bytes = estimate_weight_bytes(cfg, p, o.int8_weights);
+  for (int l = 0; l < p.ane_layers; ++l)
+    ++(cfg.mixer(l) == Mixer::kDeltaNet ? s.ane_deltanet_layers : s.ane_attention_layers);
+  s.program_names = program_names(cfg, p);
   return s;
 }
 
@@ -79,6 +102,7 @@ AneCompileSummary export_ane_programs(const ModelConfig& cfg, const ModelWeights
   s.out_dir = out_dir;
   s.total_weight_bytes = 0;
   s.weight_bytes_exact = true;
+  s.program_names.clear();  // write_block lists what it wrote
   const std::filesystem::path dir(out_dir);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -94,7 +118,7 @@ AneCompileSummary export_ane_programs(const ModelConfig& cfg, const ModelWeights
     ps = calibrate_ane_prescales(cfg, weights, pool, kernels::active_kernels());
   }
   for (int l = 0; l < p.ane_layers; ++l) {
-    const LayerF32 lw(weights.layers[static_cast<std::size_t>(l)]);
+    const LayerF32 lw(cfg, l, weights.layers[static_cast<std::size_t>(l)]);
     for (std::int64_t sq : p.buckets)
       for (bool ffn : {false, true})
         write_block(dir,

@@ -21,7 +21,9 @@ struct AneCompileSummary {
   std::vector<int> seq_buckets;  // S buckets the layer programs are built for (32 = decode)
   int n_layers = 0;              // decoder layers of the model
   int ane_layers = 0;            // layers placed on the ANE (== n_layers unless short of budget)
-  int programs_per_layer = 2;    // per S bucket: attn_in (A) + ffn (B)
+  int ane_attention_layers = 0;  // of those, attention layers (attn_in + ffn)
+  int ane_deltanet_layers = 0;   // and Gated DeltaNet layers (dn_in + dn_ffn; Qwen3.5)
+  int programs_per_layer = 2;    // per S bucket: A (attn_in | dn_in) + B (ffn | dn_ffn)
   int lm_head_chunks = 0;        // LM-head programs (S = 32 only); 0 when the head is on the CPU
   int programs_per_decode_token = 0;  // evaluations per decoded token: 2 * ane_layers + chunks
   int total_programs = 0;             // compiles on a cold start: 2 * ane_layers * buckets + chunks
@@ -34,7 +36,8 @@ struct AneCompileSummary {
                                       // headers) for a plan, exact for an export
   bool weight_bytes_exact = false;
   double build_ms = 0;  // export only: dequantise + MIL + blob generation + writing
-  std::vector<std::string> program_names;  // export only: one directory per program, in order
+  std::vector<std::string> program_names;  // every program in build order (an export: one
+                                           // directory each; a plan: the names it would build)
 };
 
 // Counts only: no weights are read. Throws anelm::Error(kInvalidArgument) for bad buckets and

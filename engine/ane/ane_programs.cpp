@@ -104,24 +104,69 @@ std::vector<float> to_f32(const TensorView& t, std::int64_t row0, std::int64_t r
   return out;
 }
 
-LayerF32::LayerF32(const LayerWeights& L)
-      : attn_norm(to_f32(L.attn_norm)),
-        wq(to_f32(L.wq)),
-        wk(to_f32(L.wk)),
-        wv(to_f32(L.wv)),
-        bq(to_f32(L.bq)),
-        bk(to_f32(L.bk)),
-        bv(to_f32(L.bv)),
-        wo(to_f32(L.wo)),
-        ffn_norm(to_f32(L.ffn_norm)),
-        wg(to_f32(L.w_gate)),
-        wu(to_f32(L.w_up)),
-        wd(to_f32(L.w_down)) {}
+LayerF32::LayerF32(const ModelConfig& cfg, int layer, const LayerWeights& L)
+    : kind(cfg.mixer(layer)),
+      attn_norm(to_f32(L.attn_norm)),
+      ffn_norm(to_f32(L.ffn_norm)),
+      wg(to_f32(L.w_gate)),
+      wu(to_f32(L.w_up)),
+      wd(to_f32(L.w_down)) {
+  if (kind == Mixer::kDeltaNet) {
+    const DeltaNetWeights& W = L.deltanet;
+    dn_qkv = to_f32(W.qkv);
+    dn_z = to_f32(W.gate);
+    dn_beta = to_f32(W.beta);
+    dn_alpha = to_f32(W.alpha);
+    wo = to_f32(W.out);
+    return;
+  }
+  wk = to_f32(L.wk);
+  wv = to_f32(L.wv);
+  bq = to_f32(L.bq);
+  bk = to_f32(L.bk);
+  bv = to_f32(L.bv);
+  wo = to_f32(L.wo);
+  const std::vector<float> q = to_f32(L.wq);
+  if (!cfg.attn_output_gate) {
+    wq = q;
+    return;
+  }
+  // Gated attention's Q rows are [query | gate] per head: split them so program A emits the
+  // queries where an ungated layer has them and the gates after v (one contiguous block each).
+  const std::size_t hd = static_cast<std::size_t>(cfg.head_dim), d = static_cast<std::size_t>(cfg.d_model);
+  wq.reserve(q.size() / 2);
+  wq_gate.reserve(q.size() / 2);
+  for (std::size_t h = 0; h < static_cast<std::size_t>(cfg.n_heads); ++h) {
+    const auto head = q.begin() + static_cast<std::ptrdiff_t>(2 * h * hd * d);
+    wq.insert(wq.end(), head, head + static_cast<std::ptrdiff_t>(hd * d));
+    wq_gate.insert(wq_gate.end(), head + static_cast<std::ptrdiff_t>(hd * d),
+                   head + static_cast<std::ptrdiff_t>(2 * hd * d));
+  }
+}
+
+std::int64_t ane_in_width(const ModelConfig& c, int layer) {
+  if (c.mixer(layer) == Mixer::kDeltaNet) {
+    const DeltaNetDims& dn = c.deltanet;
+    return static_cast<std::int64_t>(dn.conv_dim()) + dn.value_dim() + 2 * dn.n_v_heads;
+  }
+  return static_cast<std::int64_t>(c.q_dim()) * (c.attn_output_gate ? 2 : 1) + 2 * c.kv_dim();
+}
+
+std::int64_t ane_mixer_width(const ModelConfig& c, int layer) {
+  return c.mixer(layer) == Mixer::kDeltaNet ? c.deltanet.value_dim() : c.q_dim();
+}
+
+const char* ane_layer_kind(const ModelConfig& c, int layer, bool ffn) {
+  if (c.mixer(layer) == Mixer::kDeltaNet) return ffn ? "dn_ffn" : "dn_in";
+  return ffn ? "ffn" : "attn_in";
+}
 
 namespace {
 
-ane::LayerShapes layer_shapes(const ModelConfig& c) {
-  return {c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff, c.rms_eps};
+ane::LayerShapes layer_shapes(const ModelConfig& c, int layer = -1) {
+  ane::LayerShapes s{c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff, c.rms_eps};
+  if (layer >= 0) s.mixer_dim = ane_mixer_width(c, layer);
+  return s;
 }
 
 ane::BlockOptions block_opts(const std::string& kind, int index, std::int64_t seq, bool int8,
@@ -142,15 +187,24 @@ ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, i
                                     bool update_only) {
   ane::BlockProgram b;
   const double p = (ffn ? ps.ffn : ps.attn)[static_cast<std::size_t>(layer)];
-  ane::BlockOptions o = block_opts(ffn ? "ffn" : "attn_in", layer, seq, int8, p);
+  const char* kind = ane_layer_kind(cfg, layer, ffn);
+  ane::BlockOptions o = block_opts(kind, layer, seq, int8, p);
   o.update_only = ffn && update_only;
-  if (!ffn) {
-    const ane::AttnInputWeights aw{w.attn_norm, {w.wq, w.bq}, {w.wk, w.bk}, {w.wv, w.bv}};
-    check(ane::build_attn_input_block(layer_shapes(cfg), aw, o, &b), "building ", o.name);
-  } else {
+  const ane::LayerShapes shapes = layer_shapes(cfg, layer);
+  if (ffn) {
+    // The same block for both kinds: the output projection (attn_output or ssm_out) of the mixer
+    // output, the residual, the FFN norm, SwiGLU and the residual.
     const ane::FfnBlockWeights fw{{w.wo, {}}, w.ffn_norm, {w.wg, {}}, {w.wu, {}}, {w.wd, {}}};
-    check(ane::build_ffn_block(layer_shapes(cfg), fw, o, &b), "building ", o.name);
+    check(ane::build_ffn_block(shapes, fw, o, &b), "building ", o.name);
+  } else if (w.kind == Mixer::kDeltaNet) {
+    const ane::DeltaNetInputWeights dw{w.attn_norm, w.dn_qkv, w.dn_z, w.dn_beta, w.dn_alpha};
+    check(ane::build_deltanet_input_block(shapes, dw, o, &b), "building ", o.name);
+  } else {
+    const ane::AttnInputWeights aw{
+        w.attn_norm, {w.wq, w.bq}, {w.wk, w.bk}, {w.wv, w.bv}, {w.wq_gate, {}}};
+    check(ane::build_attn_input_block(shapes, aw, o, &b), "building ", o.name);
   }
+  b.kind = kind;
   b.layer = layer;
   return b;
 }

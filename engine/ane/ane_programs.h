@@ -40,13 +40,27 @@ Placement place_programs(const ModelConfig& cfg, const AneBackendOptions& o, int
 // `rows` rows of a [rows][cols] weight from `row0`, any storage type, as f32.
 std::vector<float> to_f32(const TensorView& t, std::int64_t row0 = 0, std::int64_t rows = -1);
 
-// One layer's weights dequantised once, shared by the programs of every S bucket.
+// One layer's weights dequantised once, shared by the programs of every S bucket. Per kind:
+// attention (Qwen2/Llama; Qwen3.5's gated attention with its Q rows split into queries and gates)
+// or Gated DeltaNet (Qwen3.5: the four in-projections and ssm_out as `wo`).
 struct LayerF32 {
+  Mixer kind = Mixer::kAttention;
   std::vector<float> attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, wg, wu, wd;
-  explicit LayerF32(const LayerWeights& L);
+  std::vector<float> wq_gate;                          // gated attention: [q_dim][D], else empty
+  std::vector<float> dn_qkv, dn_z, dn_beta, dn_alpha;  // Gated DeltaNet in-projections
+  LayerF32(const ModelConfig& cfg, int layer, const LayerWeights& L);
 };
 
-// Program A (ffn == false) or B of `layer` for bucket `seq`.
+// Program A's output channels for `layer`: attention q | k | v (| gate), DeltaNet
+// qkv | z | beta | alpha.
+std::int64_t ane_in_width(const ModelConfig& cfg, int layer);
+// Program B's first input part for `layer`: the mixer output its output projection reads
+// (attention q_dim, DeltaNet value_dim).
+std::int64_t ane_mixer_width(const ModelConfig& cfg, int layer);
+// The kind strings and names of a layer's programs: "attn_in"/"ffn", or "dn_in"/"dn_ffn".
+const char* ane_layer_kind(const ModelConfig& cfg, int layer, bool ffn);
+
+// Program A (ffn == false) or B of `layer` for bucket `seq`, for the layer's kind.
 // update_only: program B returns the layer's update, not the next residual (fp32_residual).
 ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, int layer, bool ffn,
                                     std::int64_t seq, bool int8, const AnePrescales& ps,

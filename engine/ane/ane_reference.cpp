@@ -2,6 +2,7 @@
 #include "engine/ane/ane_reference.h"
 
 #include <cmath>
+#include <utility>
 
 namespace anelm::engine::ane_reference {
 
@@ -39,18 +40,33 @@ void linear(const Vec& w, const Vec& bias, std::int64_t rows, std::int64_t cols,
 
 std::vector<float> attn_input(const ModelConfig& c, const ane_programs::LayerF32& w,
                               const float* x, int n) {
-  const std::int64_t d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), out = qd + 2 * kvd;
+  const std::int64_t d = c.d_model;
   const Vec xn = rms_norm(x, n, d, w.attn_norm, c.rms_eps);
+  // (weight, bias) per output segment, in program A's order (ane_programs::ane_in_width).
+  std::vector<std::pair<const Vec*, const Vec*>> parts;
+  const Vec none;
+  if (w.kind == Mixer::kDeltaNet) {
+    parts = {{&w.dn_qkv, &none}, {&w.dn_z, &none}, {&w.dn_beta, &none}, {&w.dn_alpha, &none}};
+  } else {
+    parts = {{&w.wq, &w.bq}, {&w.wk, &w.bk}, {&w.wv, &w.bv}};
+    if (!w.wq_gate.empty()) parts.push_back({&w.wq_gate, &none});
+  }
+  std::int64_t out = 0;
+  for (const auto& [wt, b] : parts) out += static_cast<std::int64_t>(wt->size()) / d;
   Vec y(static_cast<std::size_t>(n * out));
-  linear(w.wq, w.bq, qd, d, xn.data(), n, y.data(), out, 0);
-  linear(w.wk, w.bk, kvd, d, xn.data(), n, y.data(), out, qd);
-  linear(w.wv, w.bv, kvd, d, xn.data(), n, y.data(), out, qd + kvd);
+  std::int64_t col = 0;
+  for (const auto& [wt, b] : parts) {
+    const std::int64_t rows = static_cast<std::int64_t>(wt->size()) / d;
+    linear(*wt, *b, rows, d, xn.data(), n, y.data(), out, col);
+    col += rows;
+  }
   return y;
 }
 
 std::vector<float> ffn(const ModelConfig& c, const ane_programs::LayerF32& w, const float* att,
                        const float* x, int n, bool update_only) {
-  const std::int64_t d = c.d_model, qd = c.q_dim(), f = c.d_ff;
+  const std::int64_t d = c.d_model, f = c.d_ff;
+  const std::int64_t qd = static_cast<std::int64_t>(w.wo.size()) / d;  // the mixer width
   Vec o(static_cast<std::size_t>(n * d)), h(o.size());
   linear(w.wo, {}, d, qd, att, n, o.data(), d);
   for (std::size_t i = 0; i < h.size(); ++i) h[i] = o[i] + x[i];

@@ -11,11 +11,13 @@
 
 namespace anelm::engine::ane_reference {
 
-// Program A: rows [n][D] -> [n][Qd + 2 KVd] = (q | k | v) of RMSNorm(x) * attn_norm (+ biases).
+// Program A: rows [n][D] -> the stacked projections of RMSNorm(x) * attn_norm (+ biases):
+// attention q | k | v (| gate), Gated DeltaNet qkv | z | beta | alpha.
 std::vector<float> attn_input(const ModelConfig& c, const ane_programs::LayerF32& w,
                               const float* x, int n);
 
-// Program B: (att [n][Qd], x [n][D]) -> [n][D]: h = x + Wo att; y = h + Wd (silu(Wg hn) * Wu hn)
+// Program B: (att [n][M], x [n][D]) -> [n][D] with M the mixer width (w.wo is [D][M]):
+// h = x + Wo att; y = h + Wd (silu(Wg hn) * Wu hn)
 // with hn = RMSNorm(h) * ffn_norm; update_only: y - x (what BlockOptions::update_only returns).
 std::vector<float> ffn(const ModelConfig& c, const ane_programs::LayerF32& w, const float* att,
                        const float* x, int n, bool update_only);

@@ -41,12 +41,13 @@ std::vector<AneSelfCheckCase> ane_self_check_cases(const ModelConfig& cfg, const
                                                    const AnePrescales& ps, const AneRecorded& r,
                                                    const AneLoadedPrograms& loaded) {
   std::vector<AneSelfCheckCase> cases;
-  const std::int64_t d = cfg.d_model, qd = cfg.q_dim();
+  const std::int64_t d = cfg.d_model;
   auto add_layer = [&](int l, bool ffn) {
     ane::Program* p = loaded.layer(l, ffn);
     if (!p) return;
     const auto li = static_cast<std::size_t>(l);
-    const LayerF32 lw(w.layers[li]);  // dequantised per case: a handful of layers at most
+    const std::int64_t qd = ane_mixer_width(cfg, l);
+    const LayerF32 lw(cfg, l, w.layers[li]);  // dequantised per case: a handful of layers at most
     AneInputs in = ffn ? AneInputs{{r.att[li].data(), qd}, {r.x_in[li].data(), d}}
                        : AneInputs{{r.x_in[li].data(), d}};
     cases.push_back({build_layer_block(cfg, lw, l, ffn, ane::kDecodeSeqLen, o.int8_weights, ps,
@@ -56,7 +57,16 @@ std::vector<AneSelfCheckCase> ane_self_check_cases(const ModelConfig& cfg, const
   if (loaded.ane_layers > 0) {
     add_layer(0, false);
     add_layer(0, true);
-    if (loaded.ane_layers > 1) add_layer(loaded.ane_layers - 1, true);
+    // A hybrid model (Qwen3.5): also the first ANE layer of the other kind, whose programs have
+    // other shapes and segments.
+    int other = -1;
+    for (int l = 1; l < loaded.ane_layers && other < 0; ++l)
+      if (cfg.mixer(l) != cfg.mixer(0)) other = l;
+    if (other > 0) {
+      add_layer(other, false);
+      add_layer(other, true);
+    }
+    if (loaded.ane_layers > 1 && loaded.ane_layers - 1 != other) add_layer(loaded.ane_layers - 1, true);
   }
   if (!loaded.chunks.empty() && loaded.head(0)) {
     const std::vector<float> norm = to_f32(w.out_norm);

@@ -69,8 +69,8 @@ struct AneLoadedPrograms {
 };
 
 // The cases of the start-up check, all in the decode bucket (S = 32): layer 0's A and B (the BOS
-// outlier is largest there), the last ANE layer's B (the deepest residual), the first LM-head
-// chunk. `r` must outlive the cases (their inputs point into it).
+// outlier is largest there), in a hybrid model (Qwen3.5) also A and B of the first ANE layer of
+// the other kind, the last ANE layer's B (the deepest residual), the first LM-head chunk. `r` must outlive the cases (their inputs point into it).
 std::vector<AneSelfCheckCase> ane_self_check_cases(const ModelConfig& cfg, const ModelWeights& w,
                                                    const AneBackendOptions& o,
                                                    const AnePrescales& ps, const AneRecorded& r,

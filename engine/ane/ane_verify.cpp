@@ -99,10 +99,11 @@ AneVerifyReport verify_ane_programs(const ModelConfig& cfg, const ModelWeights& 
   }
   Verifier v(r, ftz);
   const int n = r.n;
-  const std::int64_t d = cfg.d_model, qd = cfg.q_dim();
+  const std::int64_t d = cfg.d_model;
   for (int l = 0; l < p.ane_layers; ++l) {
     const auto li = static_cast<std::size_t>(l);
-    const LayerF32 lw(w.layers[li]);
+    const LayerF32 lw(cfg, l, w.layers[li]);
+    const std::int64_t qd = ane_mixer_width(cfg, l);
     const float* x = r.x_in[li].data();
     const std::vector<float> ref_a = ane_reference::attn_input(cfg, lw, x, n);
     const std::vector<float> ref_b =

@@ -14,7 +14,7 @@ namespace anelm::engine {
 
 struct AneProgramCheck {
   std::string name;             // e.g. "L03_ffn_s32", "lm_head_02_s32"
-  std::string kind;             // "attn_in" | "ffn" | "lm_head"
+  std::string kind;             // "attn_in" | "ffn" | "dn_in" | "dn_ffn" | "lm_head"
   double rel_error = 0;         // simulator vs reference: max over the prompt's tokens of
                                 // ||y_sim - y_ref|| / ||y_ref|| over the output channels
   double device_rel_error = -1;  // device vs simulator, same measure; -1: not run

@@ -124,7 +124,7 @@ TEST(AneSelfCheck, CorruptedWeightBlobFailsTheComparison) {
   auto model = load_model(tiny_qwen2());
   const ModelConfig& cfg = model->config;
   const AneRecorded r = record_ane_activations(cfg, model->weights);
-  const ane_programs::LayerF32 lw(model->weights.layers[0]);
+  const ane_programs::LayerF32 lw(cfg, 0, model->weights.layers[0]);
   AneSelfCheckCase c;
   c.block = ane_programs::build_layer_block(cfg, lw, 0, true, 32, false,
                                             fixed_ane_prescales(cfg, 1.0 / 16));

@@ -1,0 +1,322 @@
+// --backend ane for Qwen3.5 (hybrid: Gated DeltaNet layers + gated attention every 4th layer) on
+// the ANE simulator against --backend cpu: both layer kinds' projections run as ANE programs (A:
+// dn_in / attn_in, B: dn_ffn / ffn), the conv, delta rule, gates, q/k head norms, partial RoPE and
+// attention stay on the CPU. Greedy ids and teacher-forced logits within the fp16 tolerance the
+// Qwen2.5 ANE tests use, prefill across S buckets (the recurrent state carried across chunks),
+// `compile --verify` per program, `compile --plan` on the real 0.8B shape within the budget, and
+// the start-up self-check on programs of both kinds. The macOS runtime is not run here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/ane/ane_export.h"
+#include "engine/ane/ane_executor.h"
+#include "engine/ane/ane_programs.h"
+#include "engine/ane/ane_selfcheck.h"
+#include "engine/ane/ane_verify.h"
+#include "engine/engine.h"
+#include "engine/model_loader.h"
+#include "tests/support/shared_data.h"
+#include "tools/model_maker.h"
+#include "tools/model_maker_plan.h"
+
+namespace anelm::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// As tests/engine/ane_backend_test.cpp: |ane - cpu| <= kRelTol * max(1, max |cpu logit|).
+constexpr float kRelTol = 0.01f;
+
+// make-model's tiny Qwen3.5 (4 layers: DeltaNet 0-2, attention 3; 2 key / 4 value heads, so the
+// tiled key-head order is exercised; head_dim 256 with 64 rotated dims), f32.
+const std::string& tiny_made() {
+  static const std::string path = [] {
+    tools::MakeModelOptions mo;
+    mo.arch = Arch::kQwen35;
+    mo.shape = "tiny";
+    mo.dtype = DType::kF32;
+    mo.seed = 7;
+    const fs::path dir = anelm::testing::make_temp_dir("ane-qwen35");
+    return tools::make_model(mo, (dir / "tiny-qwen35-f32.gguf").string()).path;
+  }();
+  return path;
+}
+
+// The peer kit's tiny Qwen3.5 (make_random_qwen35_gguf.py --shape tiny --type f32), the file the
+// llama.cpp parity tests use; empty when shared/ or python3 is missing.
+std::string tiny_peer() {
+  static const std::string path = [] {
+    const auto shared = anelm::testing::shared_dir();
+    if (!shared) return std::string();
+    const fs::path out = anelm::testing::make_temp_dir("ane-qwen35-peer") / "tiny-f32.gguf";
+    const std::string cmd = "python3 '" + (*shared / "peers/make_random_qwen35_gguf.py").string() +
+                            "' --shape tiny --type f32 --out '" + out.string() + "' > /dev/null";
+    return std::system(cmd.c_str()) == 0 ? out.string() : std::string();
+  }();
+  return path;
+}
+
+std::unique_ptr<Engine> load(const std::string& path, Backend backend,
+                             std::function<void(AneBackendOptions&)> tweak = {}) {
+  EngineOptions o;
+  o.model_path = path;
+  o.backend = backend;
+  o.threads = 2;
+  o.ctx = 512;
+  o.ane_test_options = std::move(tweak);
+  return Engine::load(o);
+}
+
+std::vector<int> greedy(Engine& e, const std::vector<int>& prompt, int n) {
+  GenerateRequest r;
+  r.prompt = prompt;
+  r.max_tokens = n;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.0f;
+  return e.generate(r, {}).ids;
+}
+
+std::vector<float> all_logits(Engine& e, const std::vector<int>& ids) {
+  const auto s = e.forward(ids, 0, true);
+  return {s.begin(), s.end()};
+}
+
+float margin(const float* row, int vocab) {
+  float a = -INFINITY, b = -INFINITY;
+  for (int i = 0; i < vocab; ++i) {
+    if (row[i] > a) {
+      b = a;
+      a = row[i];
+    } else if (row[i] > b) {
+      b = row[i];
+    }
+  }
+  return a - b;
+}
+
+struct Comparison {
+  std::vector<int> cpu_ids, ane_ids;
+  float max_diff = 0, tol = 0, max_logit = 0;
+  int first_near_tie = 0, first_mismatch = 0;
+  BackendStats ane_stats;
+};
+
+// Greedy n on both backends, then teacher-forced logits over prompt + the CPU's ids on both.
+Comparison compare(Engine& cpu, Engine& ane, const std::vector<int>& prompt, int n) {
+  Comparison c;
+  c.ane_stats = ane.stats();
+  c.cpu_ids = greedy(cpu, prompt, n);
+  c.ane_ids = greedy(ane, prompt, n);
+  std::vector<int> seq = prompt;
+  seq.insert(seq.end(), c.cpu_ids.begin(), c.cpu_ids.end());
+  const std::vector<float> lc = all_logits(cpu, seq), la = all_logits(ane, seq);
+  const int vocab = cpu.config().vocab_size;
+  for (std::size_t i = 0; i < lc.size(); ++i) {
+    c.max_diff = std::max(c.max_diff, std::fabs(lc[i] - la[i]));
+    c.max_logit = std::max(c.max_logit, std::fabs(lc[i]));
+  }
+  c.tol = kRelTol * std::max(1.0f, c.max_logit);
+  auto row = [&](int i) {
+    return lc.data() + (prompt.size() - 1 + i) * static_cast<std::size_t>(vocab);
+  };
+  c.first_near_tie = c.first_mismatch = n;
+  for (int i = 0; i < n; ++i)
+    if (margin(row(i), vocab) < 2 * c.max_diff) {
+      c.first_near_tie = i;
+      break;
+    }
+  for (int i = 0; i < n; ++i)
+    if (c.ane_ids[i] != c.cpu_ids[i]) {
+      c.first_mismatch = i;
+      break;
+    }
+  std::cout << c.ane_stats.backend << ": " << c.ane_stats.ane_programs << " programs; first id "
+            << "mismatch " << c.first_mismatch << "/" << n << ", first CPU near-tie "
+            << c.first_near_tie << ", max |dlogit| " << c.max_diff << " (tol " << c.tol
+            << ", max |logit| " << c.max_logit << ")\n";
+  return c;
+}
+
+const std::vector<int> kPrompt = {1, 403, 407, 261, 378, 12, 99};
+
+int head_chunks(const ModelConfig& c) { return (c.vocab_size + 16383) / 16384; }
+
+TEST(AneQwen35, TinyGreedyAndLogitsMatchCpu) {
+  auto cpu = load(tiny_made(), Backend::kCpu);
+  auto ane = load(tiny_made(), Backend::kAne);
+  ASSERT_EQ(cpu->config().arch, Arch::kQwen35);
+  const Comparison c = compare(*cpu, *ane, kPrompt, 40);
+  EXPECT_EQ(c.ane_stats.backend, "ane (simulator)");
+  // 4 layers x 2 programs x S {32, 128} + the LM-head chunks: no layer left on the CPU.
+  EXPECT_EQ(c.ane_stats.ane_programs, 4 * 2 * 2 + head_chunks(cpu->config()));
+  EXPECT_LE(c.max_diff, c.tol);
+  // Ids agree up to the first step where the CPU's top-2 margin is under twice the largest logit
+  // difference measured (a near tie, where either id is legitimate); this prompt has none in its
+  // first 13 steps (measured: all 40 ids agreed, max |dlogit| 0.13 of logits up to 44).
+  EXPECT_GE(c.first_near_tie, 13);
+  EXPECT_GE(c.first_mismatch, c.first_near_tie);
+}
+
+// The peer kit's file (the one llama.cpp's ids are recorded for). Its 151,936-row head would cost
+// the simulator ~1 s a token, so the head stays on the CPU here; every layer is on the ANE.
+TEST(AneQwen35, PeerKitTinyFileMatchesCpu) {
+  const std::string path = tiny_peer();
+  if (path.empty()) GTEST_SKIP() << "shared/peers or python3 missing";
+  auto cpu = load(path, Backend::kCpu);
+  auto ane = load(path, Backend::kAne, [](AneBackendOptions& o) { o.lm_head_on_ane = false; });
+  EXPECT_EQ(ane->stats().backend, "ane (simulator) + cpu (lm head)");
+  const Comparison c = compare(*cpu, *ane, {9707, 11, 1879, 0, 576, 2272, 374}, 16);
+  EXPECT_EQ(c.ane_stats.ane_programs, 4 * 2 * 2);
+  EXPECT_LE(c.max_diff, c.tol);
+  EXPECT_GE(c.first_mismatch, c.first_near_tie);
+}
+
+// A 150-token prompt runs as S=128 + S=32 chunks per layer: the DeltaNet state and the conv
+// history must carry across the chunks (and decode must continue from them) as on the CPU.
+TEST(AneQwen35, PrefillAcrossBucketsCarriesTheRecurrentState) {
+  auto cpu = load(tiny_made(), Backend::kCpu);
+  auto ane = load(tiny_made(), Backend::kAne);
+  std::vector<int> ids = kPrompt;
+  for (int i = 0; ids.size() < 150; ++i) ids.push_back(3 + (i * 37) % 500);
+  const std::vector<float> lc = all_logits(*cpu, ids), la = all_logits(*ane, ids);
+  ASSERT_EQ(lc.size(), la.size());
+  float diff = 0, mx = 0;
+  for (std::size_t i = 0; i < lc.size(); ++i) {
+    diff = std::max(diff, std::fabs(lc[i] - la[i]));
+    mx = std::max(mx, std::fabs(lc[i]));
+  }
+  std::cout << "[prefill 150] max |dlogit| " << diff << " (max |logit| " << mx << ")\n";
+  EXPECT_LE(diff, kRelTol * std::max(1.0f, mx));
+  // Decode after the long prefill: the state the chunks left behind drives the next tokens.
+  EXPECT_EQ(greedy(*ane, ids, 8), greedy(*cpu, ids, 8));
+}
+
+// `anelm compile --verify`: every program of both kinds against its fp32 reference.
+TEST(AneQwen35, VerifyChecksEveryProgramOfBothKinds) {
+  auto model = load_model(tiny_made());
+  const AneVerifyReport r = verify_ane_programs(model->config, model->weights, AneBackendOptions{});
+  ASSERT_EQ(r.programs.size(), static_cast<std::size_t>(4 * 2 * 2 + head_chunks(model->config)));
+  std::set<std::string> kinds;
+  for (const AneProgramCheck& c : r.programs) {
+    kinds.insert(c.kind);
+    std::cout << "  " << c.name << " (" << c.kind << "): " << c.rel_error << "\n";
+    EXPECT_LE(c.rel_error, 2e-2) << c.name;
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"dn_in", "dn_ffn", "attn_in", "ffn", "lm_head"}));
+  EXPECT_EQ(r.programs[0].name, "L00_dn_in_s32");
+  EXPECT_EQ(r.programs[1].name, "L00_dn_ffn_s32");
+  EXPECT_EQ(r.programs[12].name, "L03_attn_in_s32");
+  EXPECT_EQ(r.programs[13].name, "L03_ffn_s32");
+  EXPECT_GT(r.max_rel_error, 0);  // fp16 programs against fp32: never exact
+  EXPECT_LE(r.max_rel_error, 2e-2);
+  EXPECT_EQ(r.dispatches_per_token, 4 * 2 + head_chunks(model->config));
+}
+
+// The plan of the real 0.8B shape (24 layers, 248,320-token vocabulary: 16 LM-head chunks): 64
+// programs would be over the 60 live programs the simulator allows, so 22 layers (17 DeltaNet, 5
+// attention) and the whole head go on the ANE, the last two layers on the CPU, labelled.
+TEST(AneQwen35, PlanOfTheRealShapeStaysWithinTheBudget) {
+  ModelConfig cfg = tools::qwen35_shape_config("qwen3.5-0.8b", 0);
+  cfg.name = "qwen3.5-0.8b";
+  cfg.vocab_size = 248320;
+  const AneCompileSummary s = plan_ane_programs(cfg);
+  EXPECT_EQ(s.n_layers, 24);
+  EXPECT_EQ(s.lm_head_chunks, 16);
+  EXPECT_EQ(s.seq_buckets, (std::vector<int>{32}));
+  EXPECT_EQ(s.ane_layers, 22);
+  EXPECT_EQ(s.ane_deltanet_layers, 17);
+  EXPECT_EQ(s.ane_attention_layers, 5);
+  EXPECT_EQ(s.total_programs, 60);
+  EXPECT_EQ(s.live_programs, 60);
+  EXPECT_LE(s.total_programs, s.compile_budget);
+  EXPECT_LE(s.live_programs, s.max_live_programs);
+  EXPECT_FALSE(s.fits_budget);
+  EXPECT_EQ(s.programs_per_decode_token, 60);
+  ASSERT_EQ(s.program_names.size(), 60u);
+  EXPECT_EQ(s.program_names[0], "L00_dn_in_s32");
+  EXPECT_EQ(s.program_names[1], "L00_dn_ffn_s32");
+  EXPECT_EQ(s.program_names[6], "L03_attn_in_s32");
+  EXPECT_EQ(s.program_names[7], "L03_ffn_s32");
+  EXPECT_EQ(s.program_names[43], "L21_dn_ffn_s32");
+  EXPECT_EQ(s.program_names[44], "lm_head_00_s32");
+  // fp16 weights: per DeltaNet layer A 8224 x 1024 and B (2048 + 3 x 3584) x 1024 values, per
+  // attention layer A 5120 x 1024 (queries, gates, k, v) and B the same as a DeltaNet B, plus the
+  // head's 248320 x 1024: ~1.07 GiB.
+  const double mib = static_cast<double>(s.total_weight_bytes) / (1 << 20);
+  const double want = 2.0 * (17 * (8224 + 2048 + 3 * 3584) + 5 * (5120 + 2048 + 3 * 3584) +
+                             248320) * 1024 / (1 << 20);
+  EXPECT_NEAR(mib, want, 1.0);
+
+  // Without the head (the programs it frees hold every layer): all 24 layers on the ANE.
+  AneBackendOptions no_head;
+  no_head.lm_head_on_ane = false;
+  const AneCompileSummary h = plan_ane_programs(cfg, no_head);
+  EXPECT_EQ(h.ane_layers, 24);
+  EXPECT_EQ(h.ane_deltanet_layers, 18);
+  EXPECT_EQ(h.ane_attention_layers, 6);
+  EXPECT_EQ(h.total_programs, 48);
+}
+
+// The export writes the programs the plan names, and the tiny model fits whole.
+TEST(AneQwen35, ExportWritesThePlannedPrograms) {
+  auto model = load_model(tiny_made());
+  const AneCompileSummary plan = plan_ane_programs(model->config);
+  EXPECT_TRUE(plan.fits_budget);
+  EXPECT_EQ(plan.ane_deltanet_layers, 3);
+  EXPECT_EQ(plan.ane_attention_layers, 1);
+  const fs::path out = anelm::testing::make_temp_dir("ane-qwen35-export");
+  const AneCompileSummary ex =
+      export_ane_programs(model->config, model->weights, out.string());
+  EXPECT_EQ(ex.program_names, plan.program_names);
+  EXPECT_TRUE(fs::exists(out / "L00_dn_in_s128" / "model.mil"));
+  EXPECT_TRUE(fs::exists(out / "L03_attn_in_s32" / "model.mil"));
+  EXPECT_TRUE(fs::exists(out / "manifest.json"));
+  // The estimate the plan prints is within the blob headers' rounding of the exact bytes.
+  EXPECT_NEAR(static_cast<double>(plan.total_weight_bytes),
+              static_cast<double>(ex.total_weight_bytes), 0.01 * ex.total_weight_bytes);
+}
+
+using Fault = std::function<void(const std::string&, std::vector<float>&)>;
+
+Fault scale(const std::string& program, float rel) {
+  return [program, rel](const std::string& name, std::vector<float>& y) {
+    if (name != program) return;
+    for (float& v : y) v *= 1.0f + rel;
+  };
+}
+
+// The self-check runs programs of both kinds: an honest "device" agrees exactly; one that is 10%
+// off on any of them makes the engine decline the ANE and serve the CPU's ids.
+TEST(AneQwen35, SelfCheckCoversBothLayerKinds) {
+  auto self_check = [](Fault f) {
+    return [f](AneBackendOptions& o) {
+      o.self_check = AneBackendOptions::SelfCheck::kAlways;
+      o.self_check_device_fault = f;
+    };
+  };
+  auto honest = load(tiny_made(), Backend::kAne, self_check({}));
+  EXPECT_EQ(honest->stats().backend, "ane (simulator)");
+  EXPECT_EQ(honest->stats().ane_self_check_rel_error, 0);
+  auto cpu = load(tiny_made(), Backend::kCpu);
+  const std::vector<int> want = greedy(*cpu, kPrompt, 12);
+  for (const std::string program :
+       {"L00_dn_in_s32", "L00_dn_ffn_s32", "L03_attn_in_s32", "L03_ffn_s32", "lm_head_00_s32"}) {
+    SCOPED_TRACE(program);
+    auto e = load(tiny_made(), Backend::kAne, self_check(scale(program, 0.1f)));
+    EXPECT_EQ(e->stats().backend, "cpu (ane declined: device disagrees with the simulator on " +
+                                      program + ": rel error 0.1)");
+    EXPECT_EQ(greedy(*e, kPrompt, 12), want);
+  }
+}
+
+}  // namespace
+}  // namespace anelm::engine
