@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -66,12 +67,15 @@ std::string tiny_peer() {
 }
 
 std::unique_ptr<Engine> load(const std::string& path, Backend backend,
-                             std::function<void(AneBackendOptions&)> tweak = {}) {
+                             std::function<void(AneBackendOptions&)> tweak = {}, int parallel = 1,
+                             int max_batch = 0) {
   EngineOptions o;
   o.model_path = path;
   o.backend = backend;
   o.threads = 2;
   o.ctx = 512;
+  o.parallel = parallel;
+  o.max_batch = max_batch;
   o.ane_test_options = std::move(tweak);
   return Engine::load(o);
 }
@@ -180,8 +184,9 @@ TEST(AneQwen35, PeerKitTinyFileMatchesCpu) {
   EXPECT_GE(c.first_mismatch, c.first_near_tie);
 }
 
-// A 150-token prompt runs as S=128 + S=32 chunks per layer: the DeltaNet state and the conv
-// history must carry across the chunks (and decode must continue from them) as on the CPU.
+// A 150-token prompt runs as S=128 + S=32 chunks of every program, the DeltaNet core over all its
+// rows in order; decode must then continue from the conv and delta-rule state the prefill left
+// (a state reset at every pass gives the same prompt logits and fails the decode).
 TEST(AneQwen35, PrefillAcrossBucketsCarriesTheRecurrentState) {
   auto cpu = load(tiny_made(), Backend::kCpu);
   auto ane = load(tiny_made(), Backend::kAne);
@@ -198,6 +203,52 @@ TEST(AneQwen35, PrefillAcrossBucketsCarriesTheRecurrentState) {
   EXPECT_LE(diff, kRelTol * std::max(1.0f, mx));
   // Decode after the long prefill: the state the chunks left behind drives the next tokens.
   EXPECT_EQ(greedy(*ane, ids, 8), greedy(*cpu, ids, 8));
+}
+
+// Continuous batching on the ANE path: the rows of several sequences share program lanes and the
+// DeltaNet core runs each sequence over its own state, so every sequence of a batch gives the ids
+// it gives alone, also beside one cancelled mid-way; a reused slot starts its new prompt over.
+TEST(AneQwen35, BatchedSequencesMatchTheirRunsAlone) {
+  std::vector<std::vector<int>> prompts = {kPrompt, {1, 17, 4000, 90000}, {}};
+  for (int i = 0; prompts[2].size() < 40; ++i) prompts[2].push_back(3 + (i * 7919) % 150000);
+  auto request = [](const std::vector<int>& p) {
+    GenerateRequest r;
+    r.prompt = p;
+    r.max_tokens = 8;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0.0f;
+    return r;
+  };
+  std::vector<std::vector<int>> alone;
+  {
+    auto eng = load(tiny_made(), Backend::kAne);
+    for (const auto& p : prompts) alone.push_back(eng->generate(request(p), {}).ids);
+  }
+  auto eng = load(tiny_made(), Backend::kAne, {}, 4, 64);
+  ASSERT_EQ(eng->stats().backend, "ane (simulator)");
+  std::vector<std::vector<int>> got(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(eng->start(request(prompts[i]),
+                           [&, i](const TokenStep& s) {
+                             got[i].push_back(s.id);
+                             return true;
+                           },
+                           [](const GenerateResult&, const Error*) {}));
+  std::atomic<bool> cancel{false};
+  GenerateRequest doomed = request(prompts[2]);
+  doomed.cancel = &cancel;
+  int doomed_tokens = 0;
+  ASSERT_TRUE(eng->start(doomed,
+                         [&](const TokenStep&) {
+                           if (++doomed_tokens == 3) cancel = true;
+                           return true;
+                         },
+                         [](const GenerateResult&, const Error*) {}));
+  while (eng->step()) {
+  }
+  for (std::size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], alone[i]) << "sequence " << i;
+  EXPECT_LE(doomed_tokens, 4);
+  EXPECT_EQ(eng->generate(request(prompts[1]), {}).ids, alone[1]);
 }
 
 // `anelm compile --verify`: every program of both kinds against its fp32 reference.
@@ -250,7 +301,7 @@ TEST(AneQwen35, PlanOfTheRealShapeStaysWithinTheBudget) {
   EXPECT_EQ(s.program_names[44], "lm_head_00_s32");
   // fp16 weights: per DeltaNet layer A 8224 x 1024 and B (2048 + 3 x 3584) x 1024 values, per
   // attention layer A 5120 x 1024 (queries, gates, k, v) and B the same as a DeltaNet B, plus the
-  // head's 248320 x 1024: ~1.07 GiB.
+  // head's 248320 x 1024: ~1.33 GiB.
   const double mib = static_cast<double>(s.total_weight_bytes) / (1 << 20);
   const double want = 2.0 * (17 * (8224 + 2048 + 3 * 3584) + 5 * (5120 + 2048 + 3 * 3584) +
                              248320) * 1024 / (1 << 20);
