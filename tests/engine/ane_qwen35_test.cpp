@@ -27,7 +27,6 @@
 #include "engine/model_loader.h"
 #include "tests/support/shared_data.h"
 #include "tools/model_maker.h"
-#include "tools/model_maker_plan.h"
 
 namespace anelm::engine {
 namespace {
@@ -276,9 +275,17 @@ TEST(AneQwen35, VerifyChecksEveryProgramOfBothKinds) {
 // programs would be over the 60 live programs the simulator allows, so 22 layers (17 DeltaNet, 5
 // attention) and the whole head go on the ANE, the last two layers on the CPU, labelled.
 TEST(AneQwen35, PlanOfTheRealShapeStaysWithinTheBudget) {
-  ModelConfig cfg = tools::qwen35_shape_config("qwen3.5-0.8b", 0);
+  ModelConfig cfg;  // Qwen3.5-0.8B's text config (shared/docs/qwen35-architecture.md §2)
+  cfg.arch = Arch::kQwen35;
   cfg.name = "qwen3.5-0.8b";
-  cfg.vocab_size = 248320;
+  cfg.n_layers = 24, cfg.d_model = 1024, cfg.d_ff = 3584, cfg.vocab_size = 248320;
+  cfg.n_heads = 8, cfg.n_kv_heads = 2, cfg.head_dim = 256, cfg.rope_dim = 64;
+  cfg.qk_norm = cfg.attn_output_gate = cfg.tie_embeddings = true;
+  cfg.deltanet.n_k_heads = cfg.deltanet.n_v_heads = 16;
+  cfg.deltanet.d_k = cfg.deltanet.d_v = 128;
+  cfg.deltanet.conv_kernel = 4;
+  for (int l = 0; l < cfg.n_layers; ++l)
+    cfg.mixers.push_back((l + 1) % 4 ? Mixer::kDeltaNet : Mixer::kAttention);
   const AneCompileSummary s = plan_ane_programs(cfg);
   EXPECT_EQ(s.n_layers, 24);
   EXPECT_EQ(s.lm_head_chunks, 16);
