@@ -6,6 +6,7 @@
 // `compile --verify` per program, `compile --plan` on the real 0.8B shape within the budget, and
 // the start-up self-check on programs of both kinds. The macOS runtime is not run here.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
@@ -322,6 +324,48 @@ TEST(AneQwen35, PlanOfTheRealShapeStaysWithinTheBudget) {
   EXPECT_EQ(h.ane_deltanet_layers, 18);
   EXPECT_EQ(h.ane_attention_layers, 6);
   EXPECT_EQ(h.total_programs, 48);
+}
+
+// `anelm compile --plan --json` itself, on a Qwen3.5 GGUF and on a bare config.json of the 0.8B
+// shape (a plan reads no weights).
+TEST(AneQwen35, CompilePlanCliCountsBothShapes) {
+  const fs::path bin = anelm::testing::anelm_binary();
+  if (!fs::exists(bin)) GTEST_SKIP() << bin << " not built";
+  auto plan = [&](const std::string& model) {
+    const std::string cmd = "'" + bin.string() + "' compile --plan --json --model '" + model + "' 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << cmd;
+    return nlohmann::json::parse(out.substr(out.rfind('{')));
+  };
+  const nlohmann::json tiny = plan(tiny_made());
+  EXPECT_EQ(tiny["n_layers"], 4);
+  EXPECT_EQ(tiny["ane_layers"], 4);
+  EXPECT_EQ(tiny["fits_budget"], true);
+  EXPECT_EQ(tiny["total_programs"], 4 * 2 * 2 + tiny["lm_head_chunks"].get<int>());
+
+  const fs::path dir = anelm::testing::make_temp_dir("ane-qwen35-config");
+  const nlohmann::json text = {
+      {"num_hidden_layers", 24}, {"hidden_size", 1024}, {"intermediate_size", 3584},
+      {"num_attention_heads", 8}, {"num_key_value_heads", 2}, {"head_dim", 256},
+      {"vocab_size", 248320}, {"linear_num_key_heads", 16}, {"linear_num_value_heads", 16},
+      {"linear_key_head_dim", 128}, {"linear_value_head_dim", 128}, {"linear_conv_kernel_dim", 4},
+      {"full_attention_interval", 4}, {"partial_rotary_factor", 0.25}};
+  std::ofstream(dir / "config.json")
+      << nlohmann::json{{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+                        {"tie_word_embeddings", true},
+                        {"text_config", text}}
+             .dump();
+  const nlohmann::json real = plan(dir.string());
+  EXPECT_EQ(real["n_layers"], 24);
+  EXPECT_EQ(real["ane_layers"], 22);
+  EXPECT_EQ(real["lm_head_chunks"], 16);
+  EXPECT_EQ(real["total_programs"], 60);
+  EXPECT_EQ(real["live_programs"], 60);
+  EXPECT_EQ(real["max_live_programs"], 60);
+  EXPECT_EQ(real["fits_budget"], false);  // layers 22-23 on the CPU, labelled
 }
 
 // The export writes the programs the plan names, and the tiny model fits whole.
