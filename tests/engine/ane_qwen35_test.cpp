@@ -171,6 +171,32 @@ TEST(AneQwen35, TinyGreedyAndLogitsMatchCpu) {
   EXPECT_GE(c.first_mismatch, c.first_near_tie);
 }
 
+// A q8_0 file: the programs bake the dequantised weights as fp16 and take fp16 activations, so
+// the ANE path follows the CPU's float path on the same weights (--weights f16), not the CPU's Q8
+// activation path (on this file the latter moves a logit of step 7 by 0.9 and parts the ids there).
+TEST(AneQwen35, Q8_0FileFollowsTheFloatPathOfItsWeights) {
+  static const std::string path = [] {
+    tools::MakeModelOptions mo;
+    mo.arch = Arch::kQwen35;
+    mo.shape = "tiny";
+    mo.dtype = DType::kQ8_0;
+    mo.seed = 7;
+    const fs::path dir = anelm::testing::make_temp_dir("ane-qwen35-q8");
+    return tools::make_model(mo, (dir / "tiny-qwen35-q8_0.gguf").string()).path;
+  }();
+  EngineOptions o;
+  o.model_path = path;
+  o.threads = 2;
+  o.ctx = 512;
+  o.weights = DType::kF16;  // the q8_0 values rounded to fp16, as the programs bake them
+  auto cpu_f16 = Engine::load(o);
+  auto ane = load(path, Backend::kAne);
+  const Comparison c = compare(*cpu_f16, *ane, kPrompt, 16);
+  EXPECT_LE(c.max_diff, c.tol);
+  EXPECT_GE(c.first_mismatch, c.first_near_tie);
+  EXPECT_GE(c.first_near_tie, 8);
+}
+
 // The peer kit's file (the one llama.cpp's ids are recorded for). Its 151,936-row head would cost
 // the simulator ~1 s a token, so the head stays on the CPU here; every layer is on the ANE.
 TEST(AneQwen35, PeerKitTinyFileMatchesCpu) {
