@@ -100,63 +100,8 @@ inline void float_tile(const void* row, int64_t cols, const float* x, float* out
 
 // ---- quantised weights ----------------------------------------------------------------------------
 
-// Q8_0: |w| (u8) times sign(x, w) (s8) via maddubs: pairs stay within int16 for |x| <= 127.
-template <int T>
-inline void q8_0_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
-  const int64_t nb = cols / kQBlock;
-  const auto* w = static_cast<const BlockQ8_0*>(row);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc0[T], acc1[T];  // two sets (even/odd blocks) hide FMA latency; static indices keep them in registers
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
-  auto block = [&](int64_t b, __m256* acc) __attribute__((always_inline)) {
-    const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
-    const __m256i aw = _mm256_sign_epi8(wq, wq);
-    const float dw = _cvtsh_ss(w[b].d);
-    for (int t = 0; t < T; ++t) {
-      const QBlock8& xb = x[t * nb + b];
-      const __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs)), wq);
-      const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), ones);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * xb.d), acc[t]);
-    }
-  };
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    block(b, acc0);
-    block(b + 1, acc1);
-  }
-  if (b < nb) block(b, acc0);
-  for (int t = 0; t < T; ++t) out[t] = hsum256(_mm256_add_ps(acc0[t], acc1[t]));
-}
-
-// Q4_0: nibbles (u8 0..15) times x (s8), minus 8 * sum(x) added exactly in int32 lane 0.
-template <int T>
-inline void q4_0_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
-  const int64_t nb = cols / kQBlock;
-  const auto* w = static_cast<const BlockQ4_0*>(row);
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc0[T], acc1[T];  // two sets (even/odd blocks) hide FMA latency; static indices keep them in registers
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
-  auto block = [&](int64_t b, __m256* acc) __attribute__((always_inline)) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
-    const __m256i wq = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
-    const float dw = _cvtsh_ss(w[b].d);
-    for (int t = 0; t < T; ++t) {
-      const QBlock8& xb = x[t * nb + b];
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xq), ones);
-      dot = _mm256_add_epi32(dot, _mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * xb.sum)));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * xb.d), acc[t]);
-    }
-  };
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    block(b, acc0);
-    block(b + 1, acc1);
-  }
-  if (b < nb) block(b, acc0);
-  for (int t = 0; t < T; ++t) out[t] = hsum256(_mm256_add_ps(acc0[t], acc1[t]));
-}
+// Q8_0 and Q4_0: panel_avx2-inl.h (one path for any token count). The other block types:
+// kernels_quant_avx2-inl.h.
 
 template <class W>
 struct FloatKernel {
@@ -165,20 +110,6 @@ struct FloatKernel {
   static int64_t x_stride(int64_t cols) { return cols; }
   template <int T>
   static void tile(const void* row, int64_t cols, const float* x, float* out) { float_tile<W, T>(row, cols, x, out); }
-};
-struct Q8_0Kernel {
-  using X = QBlock8;
-  static constexpr DType kType = DType::kQ8_0;
-  static int64_t x_stride(int64_t cols) { return cols / kQBlock; }
-  template <int T>
-  static void tile(const void* row, int64_t cols, const QBlock8* x, float* out) { q8_0_tile<T>(row, cols, x, out); }
-};
-struct Q4_0Kernel {
-  using X = QBlock8;
-  static constexpr DType kType = DType::kQ4_0;
-  static int64_t x_stride(int64_t cols) { return cols / kQBlock; }
-  template <int T>
-  static void tile(const void* row, int64_t cols, const QBlock8* x, float* out) { q4_0_tile<T>(row, cols, x, out); }
 };
 
 #include "engine/kernels/matmul_tiles-inl.h"
@@ -432,8 +363,8 @@ const KernelTable& avx2_kernel_table() {
     t.matmul[dtype_index(DType::kF32)] = matmul_impl<FloatKernel<WF32>>;
     t.matmul[dtype_index(DType::kF16)] = matmul_impl<FloatKernel<WF16>>;
     t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
-    t.matmul[dtype_index(DType::kQ8_0)] = panel_matmul<PanelQ8_0, Q8_0Kernel>;
-    t.matmul[dtype_index(DType::kQ4_0)] = panel_matmul<PanelQ4_0, Q4_0Kernel>;
+    t.matmul[dtype_index(DType::kQ8_0)] = panel_matmul<PanelQ8_0>;
+    t.matmul[dtype_index(DType::kQ4_0)] = panel_matmul<PanelQ4_0>;
     fill_quant_simd<MatmulOf>(t);
     t.matmul[dtype_index(DType::kQ4_K)] = k2_matmul<Q4_KKernel2>;
     t.matmul[dtype_index(DType::kQ5_K)] = k2_matmul<Q5_KKernel2>;

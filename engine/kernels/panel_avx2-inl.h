@@ -1,23 +1,24 @@
-// Q8_0 and Q4_0 weights times many tokens (a prefill) on AVX2, through a per-thread panel of 8
-// interleaved rows.
+// Q8_0 and Q4_0 weights times any number of tokens on AVX2: many (a prefill) through a per-thread
+// panel of 8 interleaved rows, few (decode) from the rows directly with the same sums in the same order.
 //
-// The per-row tiles spend ~8 vector ops per (row, token, block): the integer dot (3 ops) plus
+// Per-row tiles spent ~8 vector ops per (row, token, block): the integer dot (3 ops) plus
 // converting, scaling and accumulating one 8-lane dot whose lanes all belong to one sum. Here a group
 // of 8 rows is decoded and interleaved once per call (per block, 4-byte pieces of the 8 rows side by
 // side, and the 8 row scales as floats), so the 8 int32 lanes of a maddubs/madd are the 8 rows' partial
 // dots: one weight load serves 8 rows, a 4-byte broadcast of the token serves all lanes, and a block
 // ends with one convert and one FMA per token against (row scales x token scale). The panel chunk stays
 // in L2 while every token tile passes over it.
-// Include inside the AVX2 namespace after matmul_tiles-inl.h (fewer tokens: the kernels' own tiles).
+// Include inside the AVX2 namespace.
 
 constexpr int kPanelRows = 8;
-constexpr int kPanelMinTokens = 8;  // fewer tokens: the per-row tiles (the panel costs a pass over the rows)
+constexpr int kPanelMinTokens = 8;  // fewer tokens: group_tile (packing costs a pass over the rows)
 constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float);
 constexpr int64_t kPanelChunkBytes = 96 * 1024;  // with a 4-token tile of activations, well inside L2
 
 // Q8_0: signed weights, dotted by the sign trick (|w| as u8 times x with w's sign).
 struct PanelQ8_0 {
   using Block = BlockQ8_0;
+  static constexpr DType kType = DType::kQ8_0;
   static constexpr bool kSigned = true;
   static __m256i values(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
@@ -25,6 +26,7 @@ struct PanelQ8_0 {
 // x; the -8 offset enters as -8 * sum(x) per block and token.
 struct PanelQ4_0 {
   using Block = BlockQ4_0;
+  static constexpr DType kType = DType::kQ4_0;
   static constexpr bool kSigned = false;
   static __m256i values(const Block& b) {
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)), low4 = _mm_set1_epi8(0x0F);
@@ -59,6 +61,20 @@ inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t
   }
 }
 
+// The first nr lanes of each token's accumulator to its row of y (a last partial group of rows).
+template <int T>
+inline void store_lanes(const __m256* acc, float* y, int64_t ldy, int nr) {
+  if (nr == kPanelRows) {
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+    return;
+  }
+  alignas(32) float part[kPanelRows];
+  for (int t = 0; t < T; ++t) {
+    _mm256_store_ps(part, acc[t]);
+    std::memcpy(y + t * ldy, part, sizeof(float) * nr);
+  }
+}
+
 // The 8 rows of a panel group . T tokens (x: T rows of nb blocks, xs apart) -> y[t * ldy + 0..nr-1].
 template <class P, int T>
 inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64_t xs, float* y, int64_t ldy, int nr) {
@@ -86,41 +102,114 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dw, _mm256_set1_ps(x[t * xs + b].d)), acc[t]);
   }
-  if (nr == kPanelRows) {
-    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
-    return;
+  store_lanes<T>(acc, y, ldy, nr);
+}
+
+// Fewer tokens (decode, a batched decode step): the panels' sums in the panels' order, straight from
+// the rows. Each of 8 rows' blocks is dotted on its own (8 int32 lanes of partial sums) and a
+// transpose of adds turns the 8 rows' lanes into one vector of their exact block dots, which is then
+// converted and FMA'd against (row scales x token scale) in block order as panel_tile does: a token
+// gets bit-identical results whichever path and batch it runs in, so a sequence decoded alone and one
+// decoded beside a prefill chunk agree to the bit.
+inline __m256i rows_sum8(const __m256i* p) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+  // a: rows 0-3 over the low 128-bit halves | rows 0-3 over the high halves; b likewise for rows 4-7.
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+template <class P, int T>
+inline void group_tile(const typename P::Block* const* rows, int64_t nb, const QBlock8* x, int64_t xs, float* y,
+                       int64_t ldy, int nr) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    // |w| kept across the tokens only while registers last (16: 8 rows' values and |w| fill them).
+    constexpr bool kKeepAbs = T <= 2;
+    __m256i v[kPanelRows], uw[kPanelRows];
+    for (int i = 0; i < kPanelRows; ++i) {
+      v[i] = P::values(rows[i][b]);
+      if constexpr (kKeepAbs) uw[i] = P::kSigned ? _mm256_sign_epi8(v[i], v[i]) : v[i];
+    }
+    // The 8 rows' fp16 scales side by side, widened at once (exactly the floats the panel stores).
+    __m128i dh = _mm_cvtsi32_si128(rows[0][b].d);
+    dh = _mm_insert_epi16(dh, rows[1][b].d, 1);
+    dh = _mm_insert_epi16(dh, rows[2][b].d, 2);
+    dh = _mm_insert_epi16(dh, rows[3][b].d, 3);
+    dh = _mm_insert_epi16(dh, rows[4][b].d, 4);
+    dh = _mm_insert_epi16(dh, rows[5][b].d, 5);
+    dh = _mm_insert_epi16(dh, rows[6][b].d, 6);
+    dh = _mm_insert_epi16(dh, rows[7][b].d, 7);
+    const __m256 dw = _mm256_cvtph_ps(dh);
+    for (int t = 0; t < T; ++t) {
+      const QBlock8& xb = x[t * xs + b];
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+      __m256i p[kPanelRows];
+      for (int i = 0; i < kPanelRows; ++i) {
+        const __m256i sx = P::kSigned ? _mm256_sign_epi8(xq, v[i]) : xq;
+        const __m256i a = kKeepAbs ? uw[i] : (P::kSigned ? _mm256_sign_epi8(v[i], v[i]) : v[i]);
+        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(a, sx), ones);
+      }
+      __m256i isum = rows_sum8(p);
+      if constexpr (!P::kSigned) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-8 * xb.sum));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t]);
+    }
   }
-  alignas(32) float part[kPanelRows];
-  for (int t = 0; t < T; ++t) {
-    _mm256_store_ps(part, acc[t]);
-    std::memcpy(y + t * ldy, part, sizeof(float) * nr);
+  store_lanes<T>(acc, y, ldy, nr);
+}
+
+// The 8 rows of group g of [r0, r1) (a last partial group repeats its last row).
+template <class P>
+inline void group_rows(const void* w, int64_t rb, int64_t r0, int64_t r1, int64_t g, const typename P::Block** rows) {
+  for (int i = 0; i < kPanelRows; ++i) {
+    const int64_t r = std::min(r0 + g * kPanelRows + i, r1 - 1);
+    rows[i] = reinterpret_cast<const typename P::Block*>(static_cast<const uint8_t*>(w) + r * rb);
   }
 }
 
-// A matmul entry: with enough tokens every row of [r0, r1) goes through the panels (a last partial
-// group repeats its last row and stores only its own lanes); a row's lane computes the same sums in
-// the same order in any group, so results do not depend on how threads split the rows. Fewer tokens:
-// the kernel K's per-row tiles.
-template <class P, class K>
+// A matmul entry. Every row of [r0, r1) is summed per block in one int32 dot, converted and FMA'd in
+// block order, the same in each path: with enough tokens through the panels, else group_tile. A row's
+// lane computes the same sums in the same order in any group and any batch, so results depend neither
+// on how threads split the rows nor on the other tokens of the pass.
+template <class P>
 void panel_matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n, float* __restrict y,
                   int64_t ldy, int64_t r0, int64_t r1) {
-  if (n < kPanelMinTokens || r0 >= r1) return matmul_impl<K>(w, cols, xf, xq, n, y, ldy, r0, r1);
+  (void)xf;
+  if (r0 >= r1) return;
+  const int64_t nb = cols / kQBlock, rb = dtype_row_bytes(P::kType, cols);
+  const auto* x = static_cast<const QBlock8*>(xq);
+  if (n < kPanelMinTokens) {
+    const typename P::Block* rows[kPanelRows];
+    for (int64_t g = 0; g * kPanelRows < r1 - r0; ++g) {
+      group_rows<P>(w, rb, r0, r1, g, rows);
+      const int64_t rg = r0 + g * kPanelRows;
+      const int nr = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - rg));
+      for (int i = 0; i < n;) {
+        const int tile = std::min(4, n - i);
+        float* yo = y + i * ldy + rg;
+        switch (tile) {
+          case 4: group_tile<P, 4>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
+          case 3: group_tile<P, 3>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
+          case 2: group_tile<P, 2>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
+          default: group_tile<P, 1>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
+        }
+        i += tile;
+      }
+    }
+    return;
+  }
   const int64_t groups = (r1 - r0 + kPanelRows - 1) / kPanelRows;
-  const int64_t nb = cols / kQBlock, rb = dtype_row_bytes(K::kType, cols);
   const int64_t group_bytes = nb * kPanelBlockBytes;
   const int64_t chunk = std::min(groups, std::max<int64_t>(1, kPanelChunkBytes / group_bytes));
   // One buffer per thread, grown to the largest chunk once (the worker threads live as long as the engine).
   thread_local std::vector<uint8_t> panel;
   if (panel.size() < static_cast<size_t>(chunk * group_bytes)) panel.resize(static_cast<size_t>(chunk * group_bytes));
-  const auto* x = static_cast<const QBlock8*>(xq);
   for (int64_t g0 = 0; g0 < groups; g0 += chunk) {
     const int64_t g1 = std::min(groups, g0 + chunk);
     for (int64_t g = g0; g < g1; ++g) {
       const typename P::Block* rows[kPanelRows];
-      for (int i = 0; i < kPanelRows; ++i) {
-        const int64_t r = std::min(r0 + g * kPanelRows + i, r1 - 1);
-        rows[i] = reinterpret_cast<const typename P::Block*>(static_cast<const uint8_t*>(w) + r * rb);
-      }
+      group_rows<P>(w, rb, r0, r1, g, rows);
       panel_pack<P>(rows, nb, panel.data() + (g - g0) * group_bytes);
     }
     for (int i = 0; i < n;) {

@@ -185,6 +185,37 @@ TEST_P(KernelsTest, MatmulQuantManyRowsManyTokens) {
   }
 }
 
+// A token's Q8_0/Q4_0 results on the AVX2 table are bit-identical whether it is computed alone (a
+// decode), with a few others (a batched decode step) or in a prefill chunk (the panels): a sequence
+// decoded beside others' prefill gives the ids it gives alone. The other tables take other paths by
+// token count (AVX-512: a one-token GEMV and pair-packed prefill; AMX: int8 tiles), so do not promise it.
+TEST_P(KernelsTest, QuantTokenSumsDoNotDependOnTheBatchOnAvx2) {
+  if (GetParam() != Isa::kAvx2) GTEST_SKIP() << "batch-invariant sums are the avx2 Q8_0/Q4_0 design only";
+  const int64_t rows = 8 * 5 + 3, cols = 2048;
+  const int n = 13;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    const auto w = encode(random_floats(rows * cols, 31), t, rows, cols);
+    const auto x = random_floats(n * cols, 32);
+    std::vector<QBlock8> xq(n * cols / kQBlock);
+    k().quantize_q8(x.data(), n * cols, xq.data());
+    std::vector<float> all(static_cast<size_t>(n * rows));
+    k().matmul[dtype_index(t)](w.data(), cols, nullptr, xq.data(), n, all.data(), rows, 0, rows);
+    for (int batch : {1, 2, 3, 4, 7, 8}) {
+      for (int i0 = 0; i0 < n; i0 += batch) {
+        const int m = std::min(batch, n - i0);
+        std::vector<float> part(static_cast<size_t>(m * rows));
+        k().matmul[dtype_index(t)](w.data(), cols, nullptr, xq.data() + i0 * (cols / kQBlock), m, part.data(), rows, 0, rows);
+        for (int i = 0; i < m; ++i) {
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(all[(i0 + i) * rows + r], part[i * rows + r])
+                << tag("batch invariance ") << type_name(t) << " token " << i0 + i << " in a pass of " << m << ", row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelsTest, QuantizeQ8IsBitIdenticalToReference) {
   for (int64_t n : {32, 64, 320}) {
     auto x = random_floats(n, 9 + n, 3.0f);
