@@ -1,6 +1,6 @@
 // Portable kernels written once and compiled into every ISA's file (the including TU's -m flags let the
 // compiler vectorise the plain loops). Include inside a per-ISA anonymous namespace, after <cmath>,
-// <cstdint>, <cstring>, <type_traits>, fp16.h, quantize.h and kernels.h: each TU gets its own internal copy (no ODR clash between
+// <cstdint>, <cstring>, <type_traits>, <vector>, fp16.h, quantize.h and kernels.h: each TU gets its own internal copy (no ODR clash between
 // files built with different -m flags). No include guard on purpose.
 
 // ---- elementwise --------------------------------------------------------------------------------

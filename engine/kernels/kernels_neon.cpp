@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"

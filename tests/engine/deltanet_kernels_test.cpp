@@ -46,7 +46,7 @@ class DeltaNetKernels : public ::testing::TestWithParam<Isa> {
 TEST_P(DeltaNetKernels, DeltaRuleMatchesReference) {
   for (int dk : {128, 48, 17}) {
     for (int dv : {128, 33}) {
-      for (int n : {1, 5, 64}) {
+      for (int n : {1, 5, 21, 64}) {
         // q and k interleaved in one row per token (ld_qk), as the mixer reads them from the conv output.
         const int64_t ld = 2 * dk + dv + 3;
         auto rows = random_floats(static_cast<size_t>(n * ld), 7 + dk + dv + n);
@@ -80,6 +80,52 @@ TEST_P(DeltaNetKernels, DeltaRuleMatchesReference) {
         EXPECT_LT(max_diff(se, sa), 2e-5f) << tag(what + " state");
       }
     }
+  }
+}
+
+// A sequence's tokens may reach the kernel in one call (a prompt) or several (a batch's chunks,
+// then decode steps): outputs and state must be bit-identical however they are split, or batched
+// and lone runs of the same sequence part ways at the next near tie.
+TEST_P(DeltaNetKernels, DeltaRuleDoesNotDependOnHowTokensAreSplit) {
+  for (int dk : {128, 20}) {
+    const int dv = 12, n = 37;
+    const int64_t ld = 2 * dk + dv;
+    auto rows = random_floats(static_cast<size_t>(n * ld), 21 + dk);
+    normalise_rows(rows, n, ld, 0, dk);
+    normalise_rows(rows, n, ld, dk, dk);
+    const auto g = random_floats(static_cast<size_t>(n), 22, -2.0f, 0.0f);
+    const auto beta = random_floats(static_cast<size_t>(n), 23, 0.0f, 1.0f);
+    const auto state0 = random_floats(static_cast<size_t>(dk * dv), 24, -0.5f, 0.5f);
+    auto run = [&](const std::vector<int>& calls, std::vector<float>& state, std::vector<float>& out) {
+      state = state0;
+      out.assign(static_cast<size_t>(n * dv), 0.0f);
+      int t = 0;
+      for (int len : calls) {
+        DeltaRuleArgs a;
+        a.q = rows.data() + t * ld;
+        a.k = a.q + dk;
+        a.ld_qk = ld;
+        a.v = a.q + 2 * dk;
+        a.ld_v = ld;
+        a.g = g.data() + t;
+        a.beta = beta.data() + t;
+        a.ld_gb = 1;
+        a.out = out.data() + t * dv;
+        a.ld_out = dv;
+        a.n = len;
+        a.d_k = dk;
+        a.d_v = dv;
+        a.state = state.data();
+        k().delta_rule(a);
+        t += len;
+      }
+      ASSERT_EQ(t, n);
+    };
+    std::vector<float> s1, o1, s2, o2;
+    run({n}, s1, o1);
+    run({1, 16, 5, 1, 14}, s2, o2);
+    EXPECT_EQ(o1, o2) << tag("delta_rule outputs, dk=" + std::to_string(dk));
+    EXPECT_EQ(s1, s2) << tag("delta_rule state, dk=" + std::to_string(dk));
   }
 }
 
