@@ -11,6 +11,30 @@ inline void g_ld8(g_f8& v, const float* p) { std::memcpy(&v, p, sizeof v); }
 inline void g_st8(float* p, const g_f8& v) { std::memcpy(p, &v, sizeof v); }
 inline float g_hsum8(const g_f8& v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
 
+typedef int32_t g_i8 __attribute__((vector_size(32)));
+
+// e^x of eight lanes for x in [-87.3, 88.3] (clamped): x = n ln2 + r, a degree-6 Taylor polynomial for
+// e^r, 2^n through the exponent bits (as the SIMD files' exp256). The scalar std::exp was half of the
+// conv's time.
+inline void g_exp8(g_f8& x) {
+  x = x < -87.3f ? -87.3f : x;
+  x = x > 88.3f ? 88.3f : x;
+  // Round to nearest by the 1.5 * 2^23 trick (|x log2 e| < 128).
+  const g_f8 n = (x * 1.44269504089f + 12582912.0f) - 12582912.0f;
+  g_f8 r = x - n * 0.693145751953125f;
+  r = r - n * 1.428606765330187e-06f;
+  g_f8 p = r * (1.0f / 720) + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const g_i8 e = (__builtin_convertvector(n, g_i8) + 127) << 23;
+  g_f8 scale;
+  std::memcpy(&scale, &e, sizeof scale);
+  x = p * scale;
+}
+
 // The delta rule's row update s = d s + delta k, one expression for every place that applies it, so
 // the rounding (and any fused multiply-add the compiler forms) is the same whichever token of a
 // call applies it: a sequence's results do not depend on how its tokens are split into calls
@@ -123,25 +147,34 @@ void g_conv_silu(const ConvArgs& a) {
   const int hist = a.taps - 1;
   // Input row r of the window: r < 0 reaches into the state (its row hist + r), else x's row r.
   auto in_row = [&](int r) { return r < 0 ? a.state + (hist + r) * a.ld_state : a.x + r * a.ld_x; };
-  // Eight channels at a time with their taps' weights transposed into registers once (w is
-  // [channel][tap]: a tap's weights for consecutive channels lie `taps` floats apart), then every
-  // token; the rest (and kernels wider than kVecTaps) channel by channel.
-  constexpr int kVecTaps = 8;
+  // Chunks of up to 256 channels with their taps' weights transposed once into a local [tap][channel]
+  // array (w is [channel][tap]), then every token over the chunk: each token row is read in whole
+  // cache lines (8 channels per token went through a page per row, the TLB's limit); the rest (and
+  // kernels wider than kVecTaps) channel by channel.
+  constexpr int kVecTaps = 8, kChunk = 256;
   int c0 = 0;
   if (a.taps <= kVecTaps) {
-    for (; c0 + 8 <= a.channels; c0 += 8) {
-      g_f8 w[kVecTaps];
-      for (int i = 0; i < a.taps; ++i) {
-        for (int j = 0; j < 8; ++j) w[i][j] = a.w[static_cast<int64_t>(c0 + j) * a.taps + i];
+    alignas(32) float wt[kVecTaps * kChunk];
+    while (c0 + 8 <= a.channels) {
+      const int m = (a.channels - c0) / 8 * 8 < kChunk ? (a.channels - c0) / 8 * 8 : kChunk;
+      for (int c = 0; c < m; ++c) {
+        for (int i = 0; i < a.taps; ++i) wt[i * kChunk + c] = a.w[static_cast<int64_t>(c0 + c) * a.taps + i];
       }
       for (int t = 0; t < a.n; ++t) {
-        g_f8 acc = {}, x;
-        for (int i = 0; i < a.taps; ++i) {
-          g_ld8(x, in_row(t - hist + i) + c0);
-          acc += w[i] * x;
+        float* out = a.out + t * a.ld_out + c0;
+        for (int c = 0; c < m; c += 8) {
+          g_f8 acc = {}, x, w;
+          for (int i = 0; i < a.taps; ++i) {
+            g_ld8(x, in_row(t - hist + i) + c0 + c);
+            g_ld8(w, wt + i * kChunk + c);
+            acc += w * x;
+          }
+          g_f8 e = -acc;  // silu(acc) = acc / (1 + e^-acc)
+          g_exp8(e);
+          g_st8(out + c, acc / (1.0f + e));
         }
-        g_st8(a.out + t * a.ld_out + c0, acc);
       }
+      c0 += m;
     }
   }
   for (int t = 0; t < a.n; ++t) {
@@ -149,9 +182,8 @@ void g_conv_silu(const ConvArgs& a) {
     for (int c = c0; c < a.channels; ++c) {
       float acc = 0.0f;
       for (int i = 0; i < a.taps; ++i) acc += a.w[static_cast<int64_t>(c) * a.taps + i] * in_row(t - hist + i)[c];
-      out[c] = acc;
+      out[c] = acc / (1.0f + std::exp(-acc));
     }
-    for (int c = 0; c < a.channels; ++c) out[c] = out[c] / (1.0f + std::exp(-out[c]));
   }
   // The new state: the last `hist` inputs. Rows move oldest first, so a row still to be read is
   // never overwritten (in_row(r) for r >= 0 is x, for r < 0 a later state row).

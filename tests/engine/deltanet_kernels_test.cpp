@@ -152,7 +152,7 @@ TEST(ReferenceKernels, DeltaRuleWithFullWriteStoresTheValue) {
 
 TEST_P(DeltaNetKernels, ConvSiluMatchesReferenceAndCarriesState) {
   for (int taps : {4, 2, 1}) {
-    for (int channels : {96, 37}) {
+    for (int channels : {96, 37, 300}) {
       const int total = 1 + 2 + 5 + 40;  // tokens fed in calls of 1, 2, 5 and 40: the state carries across
       const int64_t ld = channels + 5;
       const auto x = random_floats(static_cast<size_t>(total * ld), 31 + channels + taps, -3.0f, 3.0f);
