@@ -47,6 +47,7 @@ class Transformer {
 
   const ModelConfig& config() const { return cfg_; }
   const kernels::KernelTable& kernels() const { return k_; }
+  int64_t inline_macs() const { return inline_macs_; }
 
   // Hands layer `layer` to another executor (nullptr: back to the CPU). Not owned.
   void set_layer_executor(int layer, LayerExecutor* exec);

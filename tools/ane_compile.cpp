@@ -80,10 +80,10 @@ std::string ane_compile_summary_json(const AneCompileSummary& s) {
   j["fits_budget"] = s.fits_budget;
   j["total_weight_bytes"] = s.total_weight_bytes;
   j["weight_bytes_exact"] = s.weight_bytes_exact;
-  if (!s.out_dir.empty()) {
-    j["build_ms"] = s.build_ms;
-    j["programs"] = s.program_names;
-  }
+  j["ane_attention_layers"] = s.ane_attention_layers;
+  j["ane_deltanet_layers"] = s.ane_deltanet_layers;
+  j["programs"] = s.program_names;
+  if (!s.out_dir.empty()) j["build_ms"] = s.build_ms;
   return j.dump();
 }
 
@@ -94,6 +94,10 @@ std::string ane_compile_summary_text(const AneCompileSummary& s) {
     << " S buckets + " << s.lm_head_chunks << " LM-head chunks), budget " << s.compile_budget
     << ", " << s.live_programs << " live (cap " << s.max_live_programs << ")"
     << (s.fits_budget ? " (fits)" : " (does NOT fit: the rest runs on the CPU)") << "\n";
+  if (s.ane_deltanet_layers > 0) {
+    o << "  layer kinds on the ANE: " << s.ane_deltanet_layers << " Gated DeltaNet (dn_in + dn_ffn), "
+      << s.ane_attention_layers << " attention (attn_in + ffn)\n";
+  }
   o << "  per decode token: " << s.programs_per_decode_token << " programs; S buckets:";
   for (int b : s.seq_buckets) o << " " << b;
   o << "\n  weights: " << s.weight_format << ", " << (s.weight_bytes_exact ? "" : "~")

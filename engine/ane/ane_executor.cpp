@@ -15,11 +15,11 @@
 #include "engine/activations.h"
 #include "engine/ane/ane_attention.h"
 #include "engine/ane/ane_calibrate.h"
-#include "engine/ane/ane_deltanet.h"
 #include "engine/ane/ane_programs.h"
 #include "engine/ane/ane_selfcheck.h"
 #include "engine/error.h"
 #include "engine/kernels/quantize.h"
+#include "engine/mixers/deltanet_core.h"
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
 
@@ -87,7 +87,7 @@ struct AneShared {
   const kernels::KernelTable& k;
   ThreadPool& pool;
   std::vector<BucketIo> io;  // ascending S
-  AneDeltaNetCore deltanet;  // Gated DeltaNet layers' CPU part
+  DeltaNetCore deltanet;  // Gated DeltaNet layers' CPU part (between programs A and B)
 
   // The smallest bucket holding `remaining` tokens, else the largest (then more chunks follow).
   std::size_t bucket_for(int remaining) const {
@@ -260,7 +260,7 @@ class AneBackendImpl final : public AneBackend {
         w_(w),
         tf_(tf),
         opts_(o),
-        shared_{cfg, tf.kernels(), pool, {}, AneDeltaNetCore(cfg, tf.kernels(), pool)} {
+        shared_{cfg, tf.kernels(), pool, {}, DeltaNetCore(cfg, tf.kernels(), pool, tf.inline_macs())} {
     std::string why;
     check(ane::make_runtime(runtime_options(o), &rt_, &why), "starting the ANE runtime");
     const bool sim = rt_->kind() != "ane";

@@ -1,7 +1,6 @@
-// CPU core of a Gated DeltaNet layer between its two ANE programs (ane_deltanet.h). Mirrors
-// DeltaNetMixer::mix after its in-projections and before its output projection; a hook there that
-// runs exactly that span on given projections would replace this file.
-#include "engine/ane/ane_deltanet.h"
+// Gated DeltaNet between the projections (deltanet_core.h): per-sequence state, the conv and the
+// recurrence per sequence in token order; everything else over all rows of the batch.
+#include "engine/mixers/deltanet_core.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,22 +16,20 @@ namespace {
 // softplus as ggml computes it: x itself above 20, where log1p(exp(x)) == x in float.
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
-// Below this many multiply-adds a pool wake-up costs more than it saves.
-constexpr std::int64_t kInlineMacs = 128 * 1024;
 // Channels a thread convolves at once: whole cache lines of every row it touches.
 constexpr std::int64_t kConvGrain = 64;
 
 }  // namespace
 
-AneDeltaNetCore::AneDeltaNetCore(const ModelConfig& cfg, const kernels::KernelTable& k,
-                                 ThreadPool& pool)
-    : cfg_(cfg), k_(k), pool_(pool) {
+DeltaNetCore::DeltaNetCore(const ModelConfig& cfg, const kernels::KernelTable& k, ThreadPool& pool,
+                           int64_t inline_macs)
+    : cfg_(cfg), k_(k), pool_(pool), inline_macs_(inline_macs) {
   const int dk = std::max(cfg.deltanet.d_k, 1);
   key_scale_.assign(static_cast<std::size_t>(dk), 1.0f / std::sqrt(static_cast<float>(dk)));
   query_scale_.assign(static_cast<std::size_t>(dk), 1.0f / static_cast<float>(dk));
 }
 
-void AneDeltaNetCore::run(const DeltaNetWeights& W, const LayerBatch& b) const {
+void DeltaNetCore::run(const DeltaNetWeights& W, const LayerBatch& b) const {
   const DeltaNetDims& dn = cfg_.deltanet;
   Activations& a = *b.acts;
   const int n = b.n, nv = dn.n_v_heads, nk = dn.n_k_heads, dk = dn.d_k, dv = dn.d_v;
@@ -63,7 +60,7 @@ void AneDeltaNetCore::run(const DeltaNetWeights& W, const LayerBatch& b) const {
       k_.conv_silu(args);
     }
   };
-  if (static_cast<std::int64_t>(n) * conv_dim * dn.conv_kernel < kInlineMacs) {
+  if (static_cast<std::int64_t>(n) * conv_dim * dn.conv_kernel < inline_macs_) {
     conv(0, conv_dim, 0);
   } else {
     pool_.parallel_for(conv_dim, conv, kConvGrain);
@@ -114,7 +111,7 @@ void AneDeltaNetCore::run(const DeltaNetWeights& W, const LayerBatch& b) const {
       k_.delta_rule(args);
     }
   };
-  if (static_cast<std::int64_t>(n) * nv * dk * dv * 4 < kInlineMacs) {
+  if (static_cast<std::int64_t>(n) * nv * dk * dv * 4 < inline_macs_) {
     recur(0, units, 0);
   } else {
     pool_.parallel_for(units, recur);
