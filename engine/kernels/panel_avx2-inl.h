@@ -168,6 +168,19 @@ inline void group_rows(const void* w, int64_t rb, int64_t r0, int64_t r1, int64_
   }
 }
 
+// run(i, T) over tokens [0, n) in tiles of T = 4 tokens (the tail 3, 2 or 1), T a compile-time constant.
+template <class F>
+inline void token_tiles(int n, F&& run) {
+  for (int i = 0; i < n;) {
+    switch (std::min(4, n - i)) {
+      case 4: run(i, std::integral_constant<int, 4>{}); i += 4; break;
+      case 3: run(i, std::integral_constant<int, 3>{}); i += 3; break;
+      case 2: run(i, std::integral_constant<int, 2>{}); i += 2; break;
+      default: run(i, std::integral_constant<int, 1>{}); i += 1; break;
+    }
+  }
+}
+
 // A matmul entry. Every row of [r0, r1) is summed per block in one int32 dot, converted and FMA'd in
 // block order, the same in each path: with enough tokens through the panels, else group_tile. A row's
 // lane computes the same sums in the same order in any group and any batch, so results depend neither
@@ -185,17 +198,9 @@ void panel_matmul(const void* w, int64_t cols, const float* xf, const void* xq, 
       group_rows<P>(w, rb, r0, r1, g, rows);
       const int64_t rg = r0 + g * kPanelRows;
       const int nr = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - rg));
-      for (int i = 0; i < n;) {
-        const int tile = std::min(4, n - i);
-        float* yo = y + i * ldy + rg;
-        switch (tile) {
-          case 4: group_tile<P, 4>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
-          case 3: group_tile<P, 3>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
-          case 2: group_tile<P, 2>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
-          default: group_tile<P, 1>(rows, nb, x + i * nb, nb, yo, ldy, nr); break;
-        }
-        i += tile;
-      }
+      token_tiles(n, [&](int i, auto tile) {
+        group_tile<P, decltype(tile)::value>(rows, nb, x + i * nb, nb, y + i * ldy + rg, ldy, nr);
+      });
     }
     return;
   }
@@ -212,21 +217,12 @@ void panel_matmul(const void* w, int64_t cols, const float* xf, const void* xq, 
       group_rows<P>(w, rb, r0, r1, g, rows);
       panel_pack<P>(rows, nb, panel.data() + (g - g0) * group_bytes);
     }
-    for (int i = 0; i < n;) {
-      const int tile = std::min(4, n - i);
+    token_tiles(n, [&](int i, auto tile) {
       for (int64_t g = g0; g < g1; ++g) {
-        const uint8_t* p = panel.data() + (g - g0) * group_bytes;
         const int64_t rg = r0 + g * kPanelRows;
         const int nr = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - rg));
-        float* yo = y + i * ldy + rg;
-        switch (tile) {
-          case 4: panel_tile<P, 4>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
-          case 3: panel_tile<P, 3>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
-          case 2: panel_tile<P, 2>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
-          default: panel_tile<P, 1>(p, nb, x + i * nb, nb, yo, ldy, nr); break;
-        }
+        panel_tile<P, decltype(tile)::value>(panel.data() + (g - g0) * group_bytes, nb, x + i * nb, nb, y + i * ldy + rg, ldy, nr);
       }
-      i += tile;
-    }
+    });
   }
 }
