@@ -167,66 +167,13 @@ run_client() {
   (cd "$dir" && timeout -k 10 "$timeout_s" env -i "${envs[@]}" "${cmd[@]}" </dev/null >"$out" 2>"$err")
 }
 
-# The request log line (server/http_server.cpp log_request):
-#   "... req-N METHOD PATH STATUS MS ms [prompt=P cached=C completion=N ttft=Tms tok/s=R finish=F] [error="E"]"
-req_re=' (GET|POST|HEAD|PUT|DELETE|OPTIONS|PATCH) [^ ]+ [0-9]{3} [0-9.]+ ms'
+# shellcheck source=../lib/client_run.sh
+source "$root/tests/server/lib/client_run.sh"
+run_fn=run_client
 passed=0 failed=0
 t_all=$SECONDS
-# One run of client $name in $work/$name/$1: sets reasons, requests, gens, n_req, tools, secs.
-attempt() {
-  local run="$work/$name/$1"
-  # A greedy client resends the same request, so each retry lowers the end bias by 4 (11, 7, 3, -1).
-  try_bias=$((end_bias - 4 * ($1 - 1)))
-  dir="$run/project" home="$run/home" out="$run/stdout" err="$run/stderr" slog="$run/server.log"
-  mkdir -p "$dir" "$home"
-  printf 'Pelican crossing is the answer.\nSecond line.\n' >"$dir/hello.txt"
-  reasons=()
-  t0=$SECONDS
-  if ! start_server "$slog"; then
-    reasons+=("$start_error"); code=-1
-  else
-    run_client "$name"; code=$?
-  fi
-  secs=$((SECONDS - t0))
-  stop_server
-
-  requests="$(grep -E "$req_re" "$slog" | grep -v -E ' GET /health ' || true)"
-  gens="$(grep -E ' POST [^ ]+ [0-9]{3} ' <<<"$requests" || true)"
-  n_req=$(grep -c . <<<"$gens")
-  [ "$code" = 124 ] || [ "$code" = 137 ] && reasons+=("timed out after ${timeout_s} s (exit $code)")
-  [ "$code" != 0 ] && [ "$code" != 124 ] && [ "$code" != 137 ] && [ "$code" != -1 ] && reasons+=("exit $code")
-  [ "$code" = 0 ] && [ -z "$(tr -d '[:space:]' <"$out" 2>/dev/null)" ] && reasons+=("exit 0 but no answer on stdout")
-  # A request still running when the server is stopped (the client timed out) logs no line.
-  if [ "$n_req" -eq 0 ] && [ "$code" != -1 ]; then
-    case "$code" in
-      124|137) reasons+=("no model request finished (one still running is not logged)") ;;
-      *) reasons+=("no model request reached the server") ;;
-    esac
-  fi
-  bad="$(grep -E " [45][0-9]{2} [0-9.]+ ms| error=" <<<"$requests" || true)"
-  [ -n "$bad" ] && reasons+=("$(grep -c . <<<"$bad") request(s) answered 4xx/5xx or with an error")
-  # A tool call must be followed by the request that carries its result.
-  last_tool_line="$(grep -n -E 'finish=[^ ]*tool' <<<"$gens" | tail -1 | cut -d: -f1)"
-  if [ -n "$last_tool_line" ] && [ "$last_tool_line" -ge "$n_req" ]; then
-    reasons+=("the model called a tool but no request carried the tool result back")
-  fi
-  tools="$(grep -c -E 'finish=[^ ]*tool' <<<"$gens")"
-}
-
-
 for name in "${clients[@]}"; do
-  attempt 1
-  # A random model may sample <|im_end|> as the first token of the answer turn: the client then
-  # rightly prints nothing. That empty turn (the last request 200, completion=0, finish=stop) is a
-  # property of the test model, not of the server or the client, so it gets more runs: it happened
-  # to 1 in 5-10 runs (the end bias that keeps answers short raises it), and two runs in a row
-  # failed CI once (2026-11-29).
-  for again in 2 3 4; do
-    [ "${reasons[*]}" = "exit 0 but no answer on stdout" ] &&
-      tail -1 <<<"$gens" | grep -q -E ' 200 .*completion=0 .*finish=stop' || break
-    echo "  (retrying $name: the random model ended its answer turn at its first token)"
-    attempt "$again"
-  done
+  client_attempt_with_retries
   summary="${secs} s, $n_req model request(s), $tools ending in a tool call"
   if [ ${#reasons[@]} -eq 0 ]; then
     passed=$((passed + 1))

@@ -234,48 +234,9 @@ run_recipe() {
   return $status
 }
 
-# The request log line (server/http_server.cpp log_request):
-#   "... req-N METHOD PATH STATUS MS ms [prompt=P cached=C completion=N ttft=Tms tok/s=R finish=F] [error="E"]"
-req_re=' (GET|POST|HEAD|PUT|DELETE|OPTIONS|PATCH) [^ ]+ [0-9]{3} [0-9.]+ ms'
-# One run of recipe $name in $work/$name/$1: sets reasons, requests, gens, n_req, secs.
-attempt() {
-  run="$work/$name/$1"
-  # A greedy client sends the same request on every run, so a retry lowers the end bias by 4 per run
-  # (11, 7, 3, -1): the first answer token is then a different one.
-  try_bias=$((end_bias - 4 * ($1 - 1)))
-  dir="$run/project" home="$run/home" out="$run/stdout" err="$run/stderr" slog="$run/server.log"
-  mkdir -p "$dir" "$home"
-  printf 'Pelican crossing is the answer.\nSecond line.\n' >"$dir/hello.txt"  # what the agent prompts ask about
-  reasons=()
-  t0=$SECONDS
-  if ! start_server "$slog"; then
-    reasons+=("$start_error"); code=-1
-  else
-    run_recipe; code=$?
-  fi
-  secs=$((SECONDS - t0))
-  stop_server
-
-  requests="$(grep -E "$req_re" "$slog" | grep -v -E ' GET /health ' || true)"
-  gens="$(grep -E ' POST [^ ]+ [0-9]{3} ' <<<"$requests" || true)"
-  n_req=$(grep -c . <<<"$gens")
-  [ "$code" = 124 ] || [ "$code" = 137 ] && reasons+=("timed out after ${timeout_s} s (exit $code)")
-  [ "$code" != 0 ] && [ "$code" != 124 ] && [ "$code" != 137 ] && [ "$code" != -1 ] && reasons+=("exit $code")
-  [ "$code" = 0 ] && [ -z "$(tr -d '[:space:]' <"$out" 2>/dev/null)" ] && reasons+=("exit 0 but no answer on stdout")
-  if [ "$n_req" -eq 0 ] && [ "$code" != -1 ]; then
-    case "$code" in
-      124|137) reasons+=("no model request finished (one still running is not logged)") ;;
-      *) reasons+=("no model request reached the server") ;;
-    esac
-  fi
-  bad="$(grep -E " [45][0-9]{2} [0-9.]+ ms| error=" <<<"$requests" || true)"
-  [ -n "$bad" ] && reasons+=("$(grep -c . <<<"$bad") request(s) answered 4xx/5xx or with an error")
-  last_tool_line="$(grep -n -E 'finish=[^ ]*tool' <<<"$gens" | tail -1 | cut -d: -f1)"
-  if [ -n "$last_tool_line" ] && [ "$last_tool_line" -ge "$n_req" ]; then
-    reasons+=("the model called a tool but no request carried the tool result back")
-  fi
-}
-
+# shellcheck source=../lib/client_run.sh
+source "$root/tests/server/lib/client_run.sh"
+run_fn=run_recipe
 passed=0 failed=0 skipped=0
 t_all=$SECONDS
 for name in "${recipes[@]}"; do
@@ -291,17 +252,7 @@ for name in "${recipes[@]}"; do
     fi
     continue
   fi
-  attempt 1
-  # A random model may sample <|im_end|> as the first token of its answer: the client then rightly
-  # prints nothing. That empty turn (the last request 200, completion=0, finish=stop) is the test
-  # model's doing, so it gets up to three more runs (as in ../agents/run_agents.sh), each with a lower
-  # end bias (a client that sends temperature 0 would otherwise get the same empty answer again).
-  for again in 2 3 4; do
-    [ "${reasons[*]}" = "exit 0 but no answer on stdout" ] &&
-      tail -1 <<<"$gens" | grep -q -E ' 200 .*completion=0 .*finish=stop' || break
-    echo "  (retrying $name: the random model ended its answer at its first token)"
-    attempt "$again"
-  done
+  client_attempt_with_retries
   summary="${secs} s, $n_req model request(s)"
   if [ ${#reasons[@]} -eq 0 ]; then
     passed=$((passed + 1))
