@@ -5,8 +5,9 @@ Usage: bench/serve_bench.py --model FILE.gguf [--anelm build/anelm] [--clients 1
        [--prompt-tokens 128] [--gen-tokens 64] [--threads 2] [--port 18123] [--long-prompts 2048,8192]
 
 Each client sends one streamed /v1/completions request at the same moment: a prompt of N token ids
-(distinct per client, BOS-free, as llamacpp-bench's --parallel prompts) and max_tokens M (a random
-model rarely stops early; only tokens actually streamed are counted). Reported per P: aggregate generated tok/s over the wall time of the whole round, time to first
+(distinct per client, BOS-free, as llamacpp-bench's --parallel prompts) and max_tokens M, with the
+model's end-of-generation ids banned by logit_bias -100 (llamacpp-bench ignores EOS; a random model
+stopped three of four Qwen3.5 streams early without it), counting only tokens actually streamed. Reported per P: aggregate generated tok/s over the wall time of the whole round, time to first
 token and the gaps between streamed tokens (p50, p99), and llama.cpp's figure for the same work from
 `llamacpp-bench --parallel P` (its prefill and decode phases back to back: P*M tokens over
 P*N / prefill_tok_s + P*M / decode_tok_s seconds). Then a late arrival: the time to first token of
@@ -27,23 +28,38 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+# logit_bias banning the model's end-of-generation ids (set once by main from `anelm inspect`).
+NO_EOS = {}
+
+
+def eos_ids(anelm, model):
+    out = subprocess.run([anelm, "inspect", "--model", model], capture_output=True, text=True, check=True).stdout
+    return json.loads(out[out.index("{"):])["config"].get("eos_ids", [])
+
+
 def client(port, prompt, gen, out, first=None):
-    body = json.dumps({"prompt": prompt, "max_tokens": gen, "temperature": 0, "stream": True})
+    body = json.dumps({"prompt": prompt, "max_tokens": gen, "temperature": 0, "stream": True, "logit_bias": NO_EOS,
+                       "stream_options": {"include_usage": True}})
     t0 = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
     resp = conn.getresponse()
-    stamps = []
+    stamps, generated = [], None
     for raw in resp:
         line = raw.decode().strip()
         if line.startswith("data: ") and line != "data: [DONE]":
             chunk = json.loads(line[6:])
+            if chunk.get("usage"):
+                generated = chunk["usage"]["completion_tokens"]
             if chunk.get("choices") and chunk["choices"][0].get("text") is not None:
                 stamps.append(time.perf_counter())
                 if first is not None:
                     first.set()
     conn.close()
-    out.append({"status": resp.status, "t0": t0, "stamps": stamps})
+    # The usage chunk counts tokens exactly (a chunk may carry several: bytes of one character wait for
+    # the rest).
+    out.append({"status": resp.status, "t0": t0, "stamps": stamps,
+                "tokens": generated if generated is not None else len(stamps)})
 
 
 def run_round(port, p, n, gen):
@@ -57,7 +73,7 @@ def run_round(port, p, n, gen):
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
-    tokens = sum(len(r["stamps"]) for r in results)
+    tokens = sum(r["tokens"] for r in results)
     ttft = [r["stamps"][0] - r["t0"] for r in results if r["stamps"]]
     gaps = [b - a for r in results for a, b in zip(r["stamps"], r["stamps"][1:])]
     return {"clients": p, "ok": all(r["status"] == 200 for r in results), "tokens": tokens,
@@ -127,6 +143,7 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--long-prompts", default="", help="comma-separated prompt lengths, e.g. 2048,8192")
     a = ap.parse_args()
+    NO_EOS.update({str(i): -100 for i in eos_ids(a.anelm, a.model)})
     clients = [int(x) for x in a.clients.split(",")]
     longs = [int(x) for x in a.long_prompts.split(",") if x]
     ctx = max([a.prompt_tokens + 4 * a.gen_tokens] + longs) + 64  # per sequence slot
