@@ -18,6 +18,7 @@
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
 #include "tests/engine/massive_activation.h"
+#include "tests/engine/ane_compare.h"
 #include "tests/engine/cpu_ane_generators.h"
 #include "tests/support/shared_data.h"
 #include "tools/model_maker.h"
@@ -25,13 +26,10 @@
 namespace anelm::engine {
 namespace {
 
+using namespace anelm::engine::testing;  // greedy, all_logits, margin, compare_backends
+
 using namespace anelm::tools;
 
-// Logit tolerance: |ane - cpu| <= kRelTol * max(1, max |cpu logit|). The ANE path rounds the
-// residual stream and every activation to fp16 (unit roundoff 4.9e-4) and prescales the norm by
-// 1/16 (effective eps ~1.5e-5 at fp16), so a few roundings per layer compound to ~1e-3 relative;
-// 1% of the logit range leaves headroom without hiding real bugs (a wrong head or RoPE is O(1)).
-constexpr float kRelTol = 0.01f;
 
 std::unique_ptr<Engine> load(const std::string& path, Backend backend,
                              const std::string& cache_dir = "") {
@@ -44,85 +42,11 @@ std::unique_ptr<Engine> load(const std::string& path, Backend backend,
   return Engine::load(o);
 }
 
-std::vector<int> greedy(Engine& e, const std::vector<int>& prompt, int n) {
-  GenerateRequest r;
-  r.prompt = prompt;
-  r.max_tokens = n;
-  r.ignore_eos = true;
-  r.sampling.temperature = 0.0f;
-  return e.generate(r, {}).ids;
-}
-
-std::vector<float> all_logits(Engine& e, const std::vector<int>& ids) {
-  const auto s = e.forward(ids, 0, true);
-  return {s.begin(), s.end()};
-}
-
-// top1 - top2 of one logit row.
-float margin(const float* row, int vocab) {
-  float a = -INFINITY, b = -INFINITY;
-  for (int i = 0; i < vocab; ++i) {
-    if (row[i] > a) {
-      b = a;
-      a = row[i];
-    } else if (row[i] > b) {
-      b = row[i];
-    }
-  }
-  return a - b;
-}
-
-struct Comparison {
-  std::vector<int> cpu_ids, ane_ids;
-  float max_diff = 0, tol = 0, max_logit = 0;
-  int first_near_tie = 0;     // first generated position whose CPU margin < 2 * max_diff (40: none)
-  int first_mismatch = 0;     // first position where the ids differ (40: none)
-  float mismatch_margin = 0;  // CPU top1 - top2 where the ids first differ
-  BackendStats ane_stats;
-};
-
-// Greedy 40 on both backends, then teacher-forced logits over prompt + CPU ids on both.
+// Greedy n on both backends, then teacher-forced logits over prompt + CPU ids on both.
 Comparison compare(const std::string& path, const std::vector<int>& prompt, int n = 40) {
-  Comparison c;
   auto cpu = load(path, Backend::kCpu);
   auto ane = load(path, Backend::kAne);
-  c.ane_stats = ane->stats();
-  c.cpu_ids = greedy(*cpu, prompt, n);
-  c.ane_ids = greedy(*ane, prompt, n);
-  std::vector<int> seq = prompt;
-  seq.insert(seq.end(), c.cpu_ids.begin(), c.cpu_ids.end());
-  const std::vector<float> lc = all_logits(*cpu, seq), la = all_logits(*ane, seq);
-  const int vocab = cpu->config().vocab_size;
-  for (std::size_t i = 0; i < lc.size(); ++i) {
-    c.max_diff = std::max(c.max_diff, std::fabs(lc[i] - la[i]));
-    c.max_logit = std::max(c.max_logit, std::fabs(lc[i]));
-  }
-  c.tol = kRelTol * std::max(1.0f, c.max_logit);
-  // Both runs see the same prefix up to the first mismatch, so where CPU's margin exceeds twice the
-  // largest logit difference measured, the ANE argmax cannot differ.
-  auto row = [&](int i) {
-    return lc.data() + (prompt.size() - 1 + i) * static_cast<std::size_t>(vocab);
-  };
-  c.first_near_tie = n;
-  for (int i = 0; i < n; ++i)
-    if (margin(row(i), vocab) < 2 * c.max_diff) {
-      c.first_near_tie = i;
-      break;
-    }
-  c.first_mismatch = n;
-  for (int i = 0; i < n; ++i)
-    if (c.ane_ids[i] != c.cpu_ids[i]) {
-      c.first_mismatch = i;
-      c.mismatch_margin = margin(row(i), vocab);
-      break;
-    }
-  std::cout << "[" << std::filesystem::path(path).filename().string() << "] " << c.ane_stats.backend
-            << ": " << c.ane_stats.ane_programs << " programs, " << c.ane_stats.ane_compile_ms
-            << " ms; first id mismatch " << c.first_mismatch << "/" << n << " (CPU margin there "
-            << c.mismatch_margin << "), first CPU near-tie " << c.first_near_tie
-            << ", max |dlogit| " << c.max_diff << " (tol " << c.tol << ", max |logit| "
-            << c.max_logit << ")\n";
-  return c;
+  return compare_backends(*cpu, *ane, prompt, n, std::filesystem::path(path).filename().string());
 }
 
 const std::vector<int> kStoriesPrompt = {1, 403, 407, 261, 378};
@@ -233,7 +157,7 @@ TEST(AneBackend, PrefillAcrossBucketsMatchesCpu) {
     mx = std::max(mx, std::fabs(lc[i]));
   }
   std::cout << "[prefill 150] max |dlogit| " << diff << " (max |logit| " << mx << ")\n";
-  EXPECT_LE(diff, kRelTol * std::max(1.0f, mx));
+  EXPECT_LE(diff, kAneRelTol * std::max(1.0f, mx));
 }
 
 // The second load with the same cache directory compiles nothing: every program is a cache hit.

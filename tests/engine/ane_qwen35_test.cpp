@@ -27,16 +27,17 @@
 #include "engine/ane/ane_verify.h"
 #include "engine/engine.h"
 #include "engine/model_loader.h"
+#include "tests/engine/ane_compare.h"
 #include "tests/support/shared_data.h"
 #include "tools/model_maker.h"
 
 namespace anelm::engine {
 namespace {
 
+using namespace anelm::engine::testing;  // greedy, all_logits, margin, compare_backends
+
 namespace fs = std::filesystem;
 
-// As tests/engine/ane_backend_test.cpp: |ane - cpu| <= kRelTol * max(1, max |cpu logit|).
-constexpr float kRelTol = 0.01f;
 
 // make-model's tiny Qwen3.5 (4 layers: DeltaNet 0-2, attention 3; 2 key / 4 value heads, so the
 // tiled key-head order is exercised; head_dim 256 with 64 rotated dims), f32.
@@ -81,74 +82,8 @@ std::unique_ptr<Engine> load(const std::string& path, Backend backend,
   return Engine::load(o);
 }
 
-std::vector<int> greedy(Engine& e, const std::vector<int>& prompt, int n) {
-  GenerateRequest r;
-  r.prompt = prompt;
-  r.max_tokens = n;
-  r.ignore_eos = true;
-  r.sampling.temperature = 0.0f;
-  return e.generate(r, {}).ids;
-}
-
-std::vector<float> all_logits(Engine& e, const std::vector<int>& ids) {
-  const auto s = e.forward(ids, 0, true);
-  return {s.begin(), s.end()};
-}
-
-float margin(const float* row, int vocab) {
-  float a = -INFINITY, b = -INFINITY;
-  for (int i = 0; i < vocab; ++i) {
-    if (row[i] > a) {
-      b = a;
-      a = row[i];
-    } else if (row[i] > b) {
-      b = row[i];
-    }
-  }
-  return a - b;
-}
-
-struct Comparison {
-  std::vector<int> cpu_ids, ane_ids;
-  float max_diff = 0, tol = 0, max_logit = 0;
-  int first_near_tie = 0, first_mismatch = 0;
-  BackendStats ane_stats;
-};
-
-// Greedy n on both backends, then teacher-forced logits over prompt + the CPU's ids on both.
 Comparison compare(Engine& cpu, Engine& ane, const std::vector<int>& prompt, int n) {
-  Comparison c;
-  c.ane_stats = ane.stats();
-  c.cpu_ids = greedy(cpu, prompt, n);
-  c.ane_ids = greedy(ane, prompt, n);
-  std::vector<int> seq = prompt;
-  seq.insert(seq.end(), c.cpu_ids.begin(), c.cpu_ids.end());
-  const std::vector<float> lc = all_logits(cpu, seq), la = all_logits(ane, seq);
-  const int vocab = cpu.config().vocab_size;
-  for (std::size_t i = 0; i < lc.size(); ++i) {
-    c.max_diff = std::max(c.max_diff, std::fabs(lc[i] - la[i]));
-    c.max_logit = std::max(c.max_logit, std::fabs(lc[i]));
-  }
-  c.tol = kRelTol * std::max(1.0f, c.max_logit);
-  auto row = [&](int i) {
-    return lc.data() + (prompt.size() - 1 + i) * static_cast<std::size_t>(vocab);
-  };
-  c.first_near_tie = c.first_mismatch = n;
-  for (int i = 0; i < n; ++i)
-    if (margin(row(i), vocab) < 2 * c.max_diff) {
-      c.first_near_tie = i;
-      break;
-    }
-  for (int i = 0; i < n; ++i)
-    if (c.ane_ids[i] != c.cpu_ids[i]) {
-      c.first_mismatch = i;
-      break;
-    }
-  std::cout << c.ane_stats.backend << ": " << c.ane_stats.ane_programs << " programs; first id "
-            << "mismatch " << c.first_mismatch << "/" << n << ", first CPU near-tie "
-            << c.first_near_tie << ", max |dlogit| " << c.max_diff << " (tol " << c.tol
-            << ", max |logit| " << c.max_logit << ")\n";
-  return c;
+  return compare_backends(cpu, ane, prompt, n, "qwen35");
 }
 
 const std::vector<int> kPrompt = {1, 403, 407, 261, 378, 12, 99};
@@ -227,7 +162,7 @@ TEST(AneQwen35, PrefillAcrossBucketsCarriesTheRecurrentState) {
     mx = std::max(mx, std::fabs(lc[i]));
   }
   std::cout << "[prefill 150] max |dlogit| " << diff << " (max |logit| " << mx << ")\n";
-  EXPECT_LE(diff, kRelTol * std::max(1.0f, mx));
+  EXPECT_LE(diff, kAneRelTol * std::max(1.0f, mx));
   // Decode after the long prefill: the state the chunks left behind drives the next tokens.
   EXPECT_EQ(greedy(*ane, ids, 8), greedy(*cpu, ids, 8));
 }
