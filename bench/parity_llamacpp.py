@@ -273,7 +273,8 @@ def main():
 
 
 def markdown_row(m):
-    """One row of docs/parity.md's tables: anelm's figures, then llama.cpp fa off's against fa on."""
+    """One row of docs/parity.md's tables: anelm's figures, llama.cpp fa off's against fa on, and how
+    often llama.cpp's one-token decodes pick its own batch top-1."""
     def div(r):
         return ", ".join("-" if d is None else (f"{d} ({l})" if l is not None else str(d))
                          for d, l in zip(r["first_divergence"], r.get("lead_at_divergence", [None] * 9)))
@@ -282,7 +283,8 @@ def markdown_row(m):
             f"{m['clear_lead_agree']}/{m['clear_lead_steps']} | {m['max_abs_logit_diff']:.2f} / {m['mean_abs_logit_diff']:.2f} | "
             f"{'**pass**' if m['pass'] else 'fail'} | {div(f)} | {f['top1_agree']}/{f['steps']} | "
             f"{f['clear_lead_agree']}/{f['clear_lead_steps']} | {f['max_abs_logit_diff']:.2f} / {f['mean_abs_logit_diff']:.2f} | "
-            f"{'pass' if f['pass'] else 'fail'} |")
+            f"{'pass' if f['pass'] else 'fail'} |"
+            + (f" {m['llamacpp_decode_agree']}/{m['steps']} |" if "llamacpp_decode_agree" in m else ""))
 
 
 def git_head():
