@@ -116,12 +116,12 @@ class LocalEngine final : public Engine {
     if (opts.backend == Backend::kAne) {
       // The layers apply RoPE in every attention layer with 1/sqrt(d) scores and have no
       // embedding/residual multipliers. Per-head q/k norms run on the CPU between the programs
-      // (Qwen3.5, tested against the CPU); Qwen3 stays declined until its ANE parity is tested.
+      // (Qwen3, Qwen3.5: tested against the CPU).
       const ModelConfig& c = model_->config;
       const bool multipliers = c.embedding_scale != 1.0f || c.residual_scale != 1.0f || c.attention_scale != 0.0f;
-      if ((c.qk_norm && c.arch != Arch::kQwen35) || multipliers || !c.nope_layers.empty()) {
+      if (multipliers || !c.nope_layers.empty()) {
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
-                        (c.qk_norm ? "'s per-head q/k norms" : multipliers ? "'s multipliers" : "'s NoPE layers");
+                        (multipliers ? "'s multipliers" : "'s NoPE layers");
         spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
       } else {
         ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));
