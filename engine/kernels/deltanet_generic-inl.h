@@ -7,11 +7,10 @@
 // permutes; these keep every partial sum in its own register. Only references cross function
 // boundaries (a 32-byte vector by value changes the ABI of the non-AVX files).
 typedef float g_f8 __attribute__((vector_size(32)));
+typedef int32_t g_i8 __attribute__((vector_size(32)));
 inline void g_ld8(g_f8& v, const float* p) { std::memcpy(&v, p, sizeof v); }
 inline void g_st8(float* p, const g_f8& v) { std::memcpy(p, &v, sizeof v); }
 inline float g_hsum8(const g_f8& v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
-
-typedef int32_t g_i8 __attribute__((vector_size(32)));
 
 // e^x of eight lanes for x in [-87.3, 88.3] (clamped): x = n ln2 + r, a degree-6 Taylor polynomial for
 // e^r, 2^n through the exponent bits (as the SIMD files' exp256). The scalar std::exp was half of the
