@@ -32,4 +32,8 @@ struct Comparison {
 // margin exceeds twice the largest logit difference measured the ANE's argmax cannot differ.
 Comparison compare_backends(Engine& cpu, Engine& ane, const std::vector<int>& prompt, int n, const std::string& tag);
 
+// Teacher-forced logits of both engines over `ids` (a prefill) agree within kAneRelTol * max(1,
+// max |cpu logit|); prints the largest difference under `tag`.
+void expect_ane_logits_close(Engine& cpu, Engine& ane, const std::vector<int>& ids, const std::string& tag);
+
 }  // namespace anelm::engine::testing

@@ -1,5 +1,7 @@
 #include "tests/engine/ane_compare.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -67,6 +69,18 @@ Comparison compare_backends(Engine& cpu, Engine& ane, const std::vector<int>& pr
             << " (CPU margin there " << c.mismatch_margin << "), first CPU near-tie " << c.first_near_tie
             << ", max |dlogit| " << c.max_diff << " (tol " << c.tol << ", max |logit| " << c.max_logit << ")\n";
   return c;
+}
+
+void expect_ane_logits_close(Engine& cpu, Engine& ane, const std::vector<int>& ids, const std::string& tag) {
+  const std::vector<float> lc = all_logits(cpu, ids), la = all_logits(ane, ids);
+  ASSERT_EQ(lc.size(), la.size()) << tag;
+  float diff = 0, mx = 0;
+  for (std::size_t i = 0; i < lc.size(); ++i) {
+    diff = std::max(diff, std::fabs(lc[i] - la[i]));
+    mx = std::max(mx, std::fabs(lc[i]));
+  }
+  std::cout << "[" << tag << "] max |dlogit| " << diff << " (max |logit| " << mx << ")\n";
+  EXPECT_LE(diff, kAneRelTol * std::max(1.0f, mx)) << tag;
 }
 
 }  // namespace anelm::engine::testing
