@@ -41,16 +41,18 @@ namespace fs = std::filesystem;
 
 // make-model's tiny Qwen3.5 (4 layers: DeltaNet 0-2, attention 3; 2 key / 4 value heads, so the
 // tiled key-head order is exercised; head_dim 256 with 64 rotated dims), f32.
+std::string make_tiny(DType dtype, const std::string& name) {
+  tools::MakeModelOptions mo;
+  mo.arch = Arch::kQwen35;
+  mo.shape = "tiny";
+  mo.dtype = dtype;
+  mo.seed = 7;
+  const fs::path dir = anelm::testing::make_temp_dir("ane-" + name);
+  return tools::make_model(mo, (dir / (name + ".gguf")).string()).path;
+}
+
 const std::string& tiny_made() {
-  static const std::string path = [] {
-    tools::MakeModelOptions mo;
-    mo.arch = Arch::kQwen35;
-    mo.shape = "tiny";
-    mo.dtype = DType::kF32;
-    mo.seed = 7;
-    const fs::path dir = anelm::testing::make_temp_dir("ane-qwen35");
-    return tools::make_model(mo, (dir / "tiny-qwen35-f32.gguf").string()).path;
-  }();
+  static const std::string path = make_tiny(DType::kF32, "tiny-qwen35-f32");
   return path;
 }
 
@@ -110,15 +112,7 @@ TEST(AneQwen35, TinyGreedyAndLogitsMatchCpu) {
 // the ANE path follows the CPU's float path on the same weights (--weights f16), not the CPU's Q8
 // activation path (on this file the latter moves a logit of step 7 by 0.9 and parts the ids there).
 TEST(AneQwen35, Q8_0FileFollowsTheFloatPathOfItsWeights) {
-  static const std::string path = [] {
-    tools::MakeModelOptions mo;
-    mo.arch = Arch::kQwen35;
-    mo.shape = "tiny";
-    mo.dtype = DType::kQ8_0;
-    mo.seed = 7;
-    const fs::path dir = anelm::testing::make_temp_dir("ane-qwen35-q8");
-    return tools::make_model(mo, (dir / "tiny-qwen35-q8_0.gguf").string()).path;
-  }();
+  static const std::string path = make_tiny(DType::kQ8_0, "tiny-qwen35-q8_0");
   EngineOptions o;
   o.model_path = path;
   o.threads = 2;
