@@ -15,7 +15,7 @@ English-like texts of --words words each. Rounds are interleaved (llama.cpp, ane
   the request (HTTP and tokenizing included), median of --reps after one warm-up request.
 Prints one JSON document: per round both figures and their ratio, the median ratio, the CPU.
 """
-import argparse, http.client, json, os, socket, statistics, subprocess, sys, tempfile, time
+import argparse, http.client, json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.environ.get("ANELM_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
@@ -141,6 +141,7 @@ def main():
     finally:
         server.terminate()
         server.wait()
+        shutil.rmtree(tmp, ignore_errors=True)  # the made model is ~600 MB
     ratios = [r["ratio"] for r in rounds]
     print(json.dumps({"bench": "embeddings", "cpu": cpu_name(), "model": model, "threads": a.threads,
                       "inputs": a.inputs, "words_per_input": a.words, "rounds": rounds,

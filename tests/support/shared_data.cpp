@@ -3,7 +3,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
+#include <system_error>
 #include <unistd.h>
+#include <vector>
 
 namespace anelm::testing {
 
@@ -32,12 +35,44 @@ std::optional<fs::path> shared_model(const std::string& relative) {
 
 fs::path anelm_binary() { return fs::path(ANELM_BINARY_DIR) / "anelm"; }
 
+namespace {
+
+// Every directory make_temp_dir made, removed when the test process exits: tests write model files of
+// hundreds of MB, and thousands of ctest processes a run would otherwise fill the disk (they once did, in CI).
+// ANELM_KEEP_TEST_DIRS=1 keeps them for a post-mortem.
+class TempDirs {
+ public:
+  void add(const fs::path& p) {
+    std::lock_guard lock(mutex_);
+    dirs_.push_back(p);
+  }
+  ~TempDirs() {
+    if (const char* keep = std::getenv("ANELM_KEEP_TEST_DIRS"); keep && *keep && *keep != '0') return;
+    for (const auto& p : dirs_) {
+      std::error_code ec;  // a test may have removed it, or left a read-only file: never throw at exit
+      fs::remove_all(p, ec);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<fs::path> dirs_;
+};
+
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 fs::path make_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
   fs::path p = fs::temp_directory_path() /
                ("anelm-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::remove_all(p);
   fs::create_directories(p);
+  temp_dirs().add(p);
   return p;
 }
 

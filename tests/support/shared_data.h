@@ -17,7 +17,8 @@ std::optional<std::filesystem::path> shared_model(const std::string& relative);
 // The anelm executable of this build tree.
 std::filesystem::path anelm_binary();
 
-// A fresh empty temporary directory for one test.
+// A fresh empty temporary directory for one test, removed with its contents when the test process exits
+// (ANELM_KEEP_TEST_DIRS=1 keeps it).
 std::filesystem::path make_temp_dir(const std::string& tag);
 
 }  // namespace anelm::testing
