@@ -52,6 +52,13 @@ QWEN35_PROMPTS = [
 ]
 
 
+def more_prompts(k):
+    """k further id prompts of 20 to ~600 tokens, each its own arithmetic draw: more teacher-forced steps
+    for the agreement figures, whose near ties make three prompts a noisy sample."""
+    return [{"name": f"ids_{j}", "ids": [(i * (7919 + 104 * j) + 13 + j) % 150000 for i in range(1, 21 + 67 * j)]}
+            for j in range(k)]
+
+
 def log(msg):
     print(f"[parity {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -223,6 +230,8 @@ def main():
                     help="override the shapes' layer count: same rows and kernels, far less depth to amplify noise")
     ap.add_argument("--logits-top", type=int, default=8, help="teacher-forced top-k per step, both engines")
     ap.add_argument("--save-cases", default="", help="directory for each (file, prompt)'s ids and every engine's teacher-forced top-k")
+    ap.add_argument("--more-prompts", type=int, default=0,
+                    help="Qwen3.5: this many further id prompts (20 to ~600 tokens), for a larger teacher-forced sample")
     ap.add_argument("--out", default="", help="also write the JSON report here after every file (a long run keeps what it has)")
     a = ap.parse_args()
     with open(RULES) as f:
@@ -235,14 +244,15 @@ def main():
     report = {"tool": "anelm-parity-llamacpp", "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "command": " ".join(sys.argv), "llama_cpp": peer_version(), "anelm_commit": git_head(),
               "threads": a.threads, "layers": a.layers or None, "gen_tokens": a.gen_tokens,
-              "prompts": {"default": PROMPTS, "qwen35": [prompt_name(p) for p in QWEN35_PROMPTS]},
+              "prompts": {"default": PROMPTS,
+                          "qwen35": [prompt_name(p) for p in QWEN35_PROMPTS + more_prompts(a.more_prompts)]},
               "rules": rules, "models": []}
     for arch, shape, tokenizer, types in MODELS:
         types = [t for t in types if not only or f"{shape}:{t}" in only]
         if not types:
             continue
         paths = ensure_models(a, arch, shape, tokenizer, types)
-        prompts = QWEN35_PROMPTS if arch == "qwen35" else PROMPTS
+        prompts = QWEN35_PROMPTS + more_prompts(a.more_prompts) if arch == "qwen35" else PROMPTS
         for t in types:
             log(f"{shape} {t}")
             per = [compare_prompt(a, rules, paths[t], p) for p in prompts]

@@ -9,6 +9,9 @@
 #include <mimalloc.h>
 #endif
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include "engine/error.h"
 #include "tools/cli_commands.h"
 #include "server/serve_command.h"
@@ -53,6 +56,9 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     try {
+      // The other commands print their result on stdout (JSON for scripts: generate --json,
+      // inspect, tokenize): their log lines (model load, ANE start-up) go to stderr.
+      if (name != "serve") spdlog::set_default_logger(spdlog::stderr_color_mt("anelm"));
       return c.run(argc - 1, argv + 1);
     } catch (const anelm::Error& e) {
       std::fprintf(stderr, "anelm %s: error (%s): %s\n", c.name, anelm::error_kind_name(e.kind()),

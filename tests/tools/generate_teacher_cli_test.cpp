@@ -97,6 +97,18 @@ TEST_F(GenerateTeacherCli, TopLogitsAreTheEnginesTeacherForcedForward) {
   EXPECT_EQ(steps[0]["top"][0]["id"], out["ids"][0]);
 }
 
+// A script pipes `generate --json` into a JSON parser: the ANE backend's start-up log lines (the
+// simulator's programs, the plan) must not reach stdout.
+TEST_F(GenerateTeacherCli, JsonIsAllThatStdoutCarriesOnTheAneBackend) {
+  const CliRun r = generate(dir_, "--model '" + model_ + "' --threads 1 --json --temperature 0 --ignore-eos "
+                                  "--max-tokens 3 --prompt-ids '1 20 300 45' --backend ane");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json out;
+  ASSERT_NO_THROW(out = nlohmann::json::parse(r.out)) << r.out;
+  EXPECT_EQ(out["ids"].size(), 3u);
+  EXPECT_FALSE(r.err.empty()) << "the backend's start-up is still logged, on stderr";
+}
+
 TEST_F(GenerateTeacherCli, TeacherIdsNeedJsonAndValidIds) {
   const std::string base = "--model '" + model_ + "' --threads 1 --prompt-ids '1 2' ";
   CliRun r = generate(dir_, base + "--teacher-ids '3 4'");
