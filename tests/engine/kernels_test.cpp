@@ -185,12 +185,15 @@ TEST_P(KernelsTest, MatmulQuantManyRowsManyTokens) {
   }
 }
 
-// A token's Q8_0/Q4_0 results on the AVX2 table are bit-identical whether it is computed alone (a
-// decode), with a few others (a batched decode step) or in a prefill chunk (the panels): a sequence
-// decoded beside others' prefill gives the ids it gives alone. The other tables take other paths by
-// token count (AVX-512: a one-token GEMV and pair-packed prefill; AMX: int8 tiles), so do not promise it.
-TEST_P(KernelsTest, QuantTokenSumsDoNotDependOnTheBatchOnAvx2) {
-  if (GetParam() != Isa::kAvx2) GTEST_SKIP() << "batch-invariant sums are the avx2 Q8_0/Q4_0 design only";
+// A token's Q8_0/Q4_0 results on the AVX2 and NEON tables are bit-identical whether it is computed
+// alone (a decode), with a few others (a batched decode step) or in a prefill chunk (the panels): a
+// sequence decoded beside others' prefill gives the ids it gives alone. The other tables take other
+// paths by token count (AVX-512: a one-token GEMV and pair-packed prefill; AMX: int8 tiles), so do
+// not promise it.
+TEST_P(KernelsTest, QuantTokenSumsDoNotDependOnTheBatch) {
+  if (GetParam() != Isa::kAvx2 && GetParam() != Isa::kNeon) {
+    GTEST_SKIP() << "batch-invariant sums are the avx2 and neon Q8_0/Q4_0 design only";
+  }
   const int64_t rows = 8 * 5 + 3, cols = 2048;
   const int n = 13;
   for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
