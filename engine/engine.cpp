@@ -12,6 +12,7 @@
 
 #include "engine/ane/ane_executor.h"
 #include "engine/error.h"
+#include "engine/families.h"
 #include "engine/generator.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model_loader.h"
@@ -68,6 +69,13 @@ int resolve_ctx(const EngineOptions& opts, const ModelConfig& cfg) {
   return cfg.max_ctx > 0 ? std::min(cfg.max_ctx, kDefaultCtx) : kDefaultCtx;
 }
 
+// What llama.cpp decides per run context at load: Phi-3's LongRoPE factors (before any executor or
+// activation buffer reads the config).
+int apply_ctx(LoadedModel& m, int ctx) {
+  select_rope_factors(m.config, ctx);
+  return ctx;
+}
+
 int resolve_threads(const EngineOptions& opts) {
   if (opts.threads < 0) {
     throw Error(ErrorKind::kInvalidArgument, "threads must be >= 0, got " + std::to_string(opts.threads));
@@ -107,7 +115,7 @@ class LocalEngine final : public Engine {
   LocalEngine(const EngineOptions& opts, const LoadProgress& progress)
       : pool_(resolve_threads(opts)),
         model_(load_resident(opts, pool_, progress)),
-        ctx_(resolve_ctx(opts, model_->config)),
+        ctx_(apply_ctx(*model_, resolve_ctx(opts, model_->config))),
         tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
              opts.kv_type, pool_.size(), opts.prompt_cache_bytes, opts.parallel),
