@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 
 #include "engine/error.h"
 #include "engine/families.h"
 #include "engine/model_loader.h"
-#include "tests/engine/ane_compare.h"
 #include "tests/engine/family_parity.h"
 #include "tests/support/shared_data.h"
 #include "tools/model_maker.h"
@@ -74,6 +74,39 @@ double f32_logit_distance(Engine& eng, const std::string& name) {
     worst = std::max(worst, std::abs(got - want[i]) / std::max(1.0, std::abs(want[i])));
   }
   return worst;
+}
+
+// expect_f32_equal with one allowance: where llama.cpp's own greedy id (decoded a token at a time)
+// is not its teacher-forced top (one batch), a near tie its two paths part on (the 'mid' prompt's step
+// 5: margin 0.010), free-running ids are compared up to that step; the teacher-forced top ids and
+// logits on llama.cpp's path are compared at every step.
+void expect_f32_matches(Engine& eng, const nlohmann::json& fx) {
+  for (const auto& [name, expected] : fx.at("generated").at("f32").items()) {
+    const auto gen = expected.get<std::vector<int>>();
+    const nlohmann::json& tf = fx.at("teacher_forced_f32").at(name);
+    const auto top = tf["tf_top"].get<std::vector<int>>();
+    const auto margin = tf["margin"].get<std::vector<double>>();
+    size_t agree = 0;
+    while (agree < gen.size() && gen[agree] == top[agree]) ++agree;
+    if (agree < gen.size()) EXPECT_LT(margin[agree], 0.05) << name << ": llama.cpp's paths part at step " << agree;
+    const auto got = greedy_ids(eng, fixture_prompt(fx, name), static_cast<int>(gen.size()));
+    EXPECT_EQ(std::vector<int>(got.begin(), got.begin() + static_cast<long>(agree)),
+              std::vector<int>(gen.begin(), gen.begin() + static_cast<long>(agree)))
+        << "f32 prompt '" << name << "' up to step " << agree;
+    const auto prompt = fixture_prompt(fx, name);
+    std::vector<int> seq = prompt;
+    seq.insert(seq.end(), gen.begin(), gen.end() - 1);
+    const auto logits = eng.forward(seq, 0, /*all_logits=*/true);
+    const size_t vocab = logits.size() / seq.size();
+    for (size_t i = 0; i < gen.size(); ++i) {
+      const float* row = logits.data() + (prompt.size() - 1 + i) * vocab;
+      EXPECT_EQ(std::max_element(row, row + vocab) - row, top[i]) << name << " step " << i;
+    }
+    const double worst = f32_logit_distance(eng, name);
+    std::printf("[phi3 f32 %s] ids equal for %zu of %zu (llama.cpp's own decode and batch agree that far); max "
+                "relative |anelm - llama.cpp| teacher-forced top logit %.2e\n", name.c_str(), agree, gen.size(), worst);
+    EXPECT_LT(worst, kF32Tol) << name;
+  }
 }
 
 TEST(Phi3, ReadsWhatLlamaCppReads) {
@@ -137,7 +170,7 @@ TEST(Phi3, F32IdsAndLogitsEqualLlamaCppWithShortAndLongFactors) {
     ASSERT_GT(ctx, 0) << "the fixture has no prompt with the " << (long_factors ? "long" : "short") << " factors";
     SCOPED_TRACE(std::string(long_factors ? "long" : "short") + " factors, ctx " + std::to_string(ctx));
     auto eng = load_engine(tiny(DType::kF32), Backend::kCpu, ctx);
-    expect_f32_equal(*eng, fx, kF32Tol);
+    expect_f32_matches(*eng, fx);
   }
 }
 
@@ -269,19 +302,18 @@ TEST(Phi3, HfDirectoryEqualsLlamaCpp) {
     EXPECT_FLOAT_EQ(c.rope_attn_factor, gguf->config().rope_attn_factor);
     EXPECT_EQ(c.rope_factors_long, gguf->config().rope_factors_long);
     EXPECT_EQ(c.rope_factors_short, gguf->config().rope_factors_short);
-    expect_f32_equal(*eng, fx, kF32Tol);
+    expect_f32_matches(*eng, fx);
   }
 }
 
-// --backend ane runs the projections and FFN as programs over the same views, RoPE (with the long
-// factors and the attention factor) on the CPU: its logits follow the CPU's within the ANE tolerance.
-TEST(Phi3, AneFollowsTheCpu) {
-  const int ctx = 1024;  // long factors
-  auto cpu = load_engine(tiny(DType::kF32), Backend::kCpu, ctx);
-  auto ane = load_engine(tiny(DType::kF32), Backend::kAne, ctx);
-  ASSERT_EQ(ane->stats().backend.find("declined"), std::string::npos) << ane->stats().backend;
-  EXPECT_EQ(ane->config().rope_freq_factors, ane->config().rope_factors_long);
-  testing::expect_ane_logits_close(*cpu, *ane, fixture_prompt(fixture(), "mid"), "phi3 mid, long factors");
+// --backend ane declines phi3 (engine.cpp: its fp16 logits were not within the ANE tolerance) and the
+// CPU serves llama.cpp's ids.
+TEST(Phi3, AneDeclinesAndServesOnTheCpu) {
+  int ctx = 0;
+  const nlohmann::json fx = prompts_at(true, ctx);
+  auto eng = load_engine(tiny(DType::kF32), Backend::kAne, ctx);
+  EXPECT_NE(eng->stats().backend.find("ane declined"), std::string::npos) << eng->stats().backend;
+  expect_f32_matches(*eng, fx);
 }
 
 }  // namespace
