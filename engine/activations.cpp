@@ -38,6 +38,7 @@ Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n
   attn_scratch.assign(static_cast<size_t>(std::max(n_threads, 1) * attn_scratch_floats), 0.0f);
   logits.assign(static_cast<size_t>(cfg.vocab_size), 0.0f);
   rope_freq_ = kernels::rope_frequencies(cfg.rope_dim, cfg.rope_theta, cfg.rope_factors());
+  rope_mscale_ = cfg.rope_attn_factor;
   rope_cs_.assign(B * static_cast<size_t>(cfg.rope_dim), 0.0f);
   rope_pos_.assign(B, -1);
 }
@@ -46,6 +47,11 @@ const float* Activations::rope_cs(int t, int pos) {
   float* cs = rope_cs_.data() + static_cast<size_t>(t) * 2 * rope_freq_.size();
   if (rope_pos_[static_cast<size_t>(t)] != pos) {
     kernels::rope_cos_sin(pos, rope_freq_, cs);
+    // LongRoPE's attention factor, as llama.cpp applies it: on the rotated dims only (through their
+    // cosines and sines); the dims past rope_dim pass unscaled.
+    if (rope_mscale_ != 1.0f) {
+      for (size_t i = 0; i < 2 * rope_freq_.size(); ++i) cs[i] *= rope_mscale_;
+    }
     rope_pos_[static_cast<size_t>(t)] = pos;
   }
   return cs;

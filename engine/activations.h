@@ -45,6 +45,7 @@ struct Activations {
 
  private:
   std::vector<double> rope_freq_;  // [rope_dim / 2]
+  float rope_mscale_ = 1.0f;       // ModelConfig::rope_attn_factor: scales every cosine and sine
   std::vector<float> rope_cs_;     // [B][rope_dim]
   std::vector<int> rope_pos_;      // [B] the position rope_cs_ holds for the row, -1: none
 };

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/families.h"
 #include "engine/json_depth.h"
 
 namespace anelm::engine {
@@ -213,6 +214,81 @@ ModelConfig qwen35_from_hf(const json& top, const std::string& source) {
   return c;
 }
 
+// A JSON array of positive numbers (LongRoPE factors), bounded by the config's rope_dim / 2.
+std::vector<float> get_factors(const json& rs, const char* key, const std::string& source, int rope_dim) {
+  const auto it = rs.find(key);
+  if (it == rs.end() || !it->is_array() || static_cast<int64_t>(it->size()) != rope_dim / 2) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': rope_scaling." + key + " must be a list of rope_dim / 2 = " +
+                                        std::to_string(rope_dim / 2) + " numbers, got " +
+                                        (it == rs.end() ? std::string("none") : brief(*it)));
+  }
+  std::vector<float> f;
+  for (const json& v : *it) {
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': rope_scaling." + key + " holds " + brief(v) + ", not a positive number");
+    }
+    f.push_back(v.get<float>());
+  }
+  return f;
+}
+
+// Phi-3 / Phi-3.5 / Phi-4-mini (Phi3ForCausalLM): the fused qkv_proj and gate_up_proj are split by the
+// loader (row views, engine/family_phi3.cpp); rotate-half RoPE over int(partial_rotary_factor *
+// hidden_size) / heads dims, as the converter counts them; LongRoPE from rope_scaling (longrope / su:
+// long_factor, short_factor for original_max_position_embeddings, attention_factor, else HF's and the
+// converter's sqrt(1 + ln(max / original) / ln(original))).
+ModelConfig phi3_from_hf(const json& j, const std::string& source) {
+  ModelConfig c;
+  c.arch = Arch::kPhi3;
+  c.rope_layout = RopeLayout::kHalf;
+  read_sizes(j, source, c);
+  c.head_dim = c.n_heads > 0 ? c.d_model / c.n_heads : 0;
+  c.max_ctx = get_int(j, "max_position_embeddings", source, 4096);
+  c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-5f);
+  // Newer configs nest the RoPE fields in rope_parameters (with the LongRoPE ones), older ones keep
+  // them at the top with LongRoPE in rope_scaling.
+  const auto rp = j.find("rope_parameters");
+  const json& rope = rp != j.end() && rp->is_object() ? *rp : j;
+  c.rope_theta = get_float(rope, "rope_theta", source, get_float(j, "rope_theta", source, 10000.0f));
+  const double partial = get_float(rope, "partial_rotary_factor", source, get_float(j, "partial_rotary_factor", source, 1.0f));
+  if (!(partial > 0.0 && partial <= 1.0)) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': partial_rotary_factor = " + std::to_string(partial) + " must be in (0, 1]");
+  }
+  if (c.n_heads > 0 && c.d_model > 0 && c.d_model <= ModelLimits::kMaxDim) {
+    c.rope_dim = static_cast<int>(partial * c.d_model) / c.n_heads;
+  }
+  c.rope_orig_ctx = get_int(rope, "original_max_position_embeddings", source,
+                            get_int(j, "original_max_position_embeddings", source, c.max_ctx));
+  const auto rsi = j.find("rope_scaling");
+  const json* rs = rsi != j.end() && rsi->is_object() ? &*rsi : rope.contains("long_factor") ? &rope : nullptr;
+  if (rsi != j.end() && !rsi->is_null() && !rsi->is_object()) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': rope_scaling must be an object or null, got " + brief(*rsi));
+  }
+  if (rs) {
+    std::string type;
+    for (const char* k : {"rope_type", "type"}) {
+      if (auto t = rs->find(k); type.empty() && t != rs->end() && t->is_string()) type = t->get<std::string>();
+    }
+    if (type != "longrope" && type != "su") {
+      throw Error(ErrorKind::kUnsupported, "'" + source + "': phi3 rope_scaling " + brief(*rs) +
+                                               " is not supported (supported: rope_type longrope or su)");
+    }
+    if (c.rope_dim > 0 && c.rope_orig_ctx > 0) {  // else validate() names the field
+      c.rope_factors_long = get_factors(*rs, "long_factor", source, c.rope_dim);
+      c.rope_factors_short = get_factors(*rs, "short_factor", source, c.rope_dim);
+      const double scale = static_cast<double>(c.max_ctx) / c.rope_orig_ctx;
+      const double computed = scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(c.rope_orig_ctx)) : 1.0;
+      c.rope_attn_factor = get_float(*rs, "attention_factor", source, static_cast<float>(computed));
+    }
+  }
+  select_rope_factors(c, 0);  // short until the run context is known
+  c.tie_embeddings = get_bool(j, "tie_word_embeddings", source, false);
+  std::vector<int> bos = get_id_list(j, "bos_token_id", source);
+  if (!bos.empty()) c.bos_id = bos[0];
+  c.eos_ids = get_id_list(j, "eos_token_id", source);
+  return c;
+}
+
 }  // namespace
 
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
@@ -238,10 +314,12 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
   } else if (arch == "Qwen3_5ForConditionalGeneration" || arch == "Qwen3_5ForCausalLM" || arch == "qwen3_5" ||
              arch == "qwen3_5_text") {
     return qwen35_from_hf(j, source);
+  } else if (arch == "Phi3ForCausalLM" || arch == "phi3") {
+    return phi3_from_hf(j, source);
   } else {
     throw Error(ErrorKind::kUnsupported, "'" + source + "': architecture '" + arch +
                                              "' is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, "
-                                             "Qwen3_5ForConditionalGeneration, Qwen3_5ForCausalLM)");
+                                             "Qwen3_5ForConditionalGeneration, Qwen3_5ForCausalLM, Phi3ForCausalLM)");
   }
   c.rope_layout = RopeLayout::kHalf;  // HF stores Q/K unpermuted: rotate-half pairs
   read_sizes(j, source, c);

@@ -12,6 +12,7 @@
 
 #include "engine/ane/ane_executor.h"
 #include "engine/error.h"
+#include "engine/families.h"
 #include "engine/generator.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model_loader.h"
@@ -68,6 +69,13 @@ int resolve_ctx(const EngineOptions& opts, const ModelConfig& cfg) {
   return cfg.max_ctx > 0 ? std::min(cfg.max_ctx, kDefaultCtx) : kDefaultCtx;
 }
 
+// What llama.cpp decides per run context at load: Phi-3's LongRoPE factors (before any executor or
+// activation buffer reads the config).
+int apply_ctx(LoadedModel& m, int ctx) {
+  select_rope_factors(m.config, ctx);
+  return ctx;
+}
+
 int resolve_threads(const EngineOptions& opts) {
   if (opts.threads < 0) {
     throw Error(ErrorKind::kInvalidArgument, "threads must be >= 0, got " + std::to_string(opts.threads));
@@ -107,7 +115,7 @@ class LocalEngine final : public Engine {
   LocalEngine(const EngineOptions& opts, const LoadProgress& progress)
       : pool_(resolve_threads(opts)),
         model_(load_resident(opts, pool_, progress)),
-        ctx_(resolve_ctx(opts, model_->config)),
+        ctx_(apply_ctx(*model_, resolve_ctx(opts, model_->config))),
         tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
              opts.kv_type, pool_.size(), opts.prompt_cache_bytes, opts.parallel),
@@ -119,9 +127,13 @@ class LocalEngine final : public Engine {
       // (Qwen3, Qwen3.5: tested against the CPU).
       const ModelConfig& c = model_->config;
       const bool multipliers = c.embedding_scale != 1.0f || c.residual_scale != 1.0f || c.attention_scale != 0.0f;
-      if (multipliers || !c.nope_layers.empty()) {
+      // Phi-3 binds views the programs could read, but its fp16 logits on the tiny file (LongRoPE's
+      // attention factor scales q and k) stayed 1.2x outside the ANE tolerance: not served there yet.
+      if (multipliers || !c.nope_layers.empty() || c.arch == Arch::kPhi3) {
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
-                        (multipliers ? "'s multipliers" : "'s NoPE layers");
+                        (multipliers                  ? "'s multipliers"
+                         : c.arch == Arch::kPhi3      ? " (not validated: fused tensors, LongRoPE)"
+                                                      : "'s NoPE layers");
         spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
       } else {
         ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));

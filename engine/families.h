@@ -3,6 +3,10 @@
 // and writes it back the way llama.cpp's converter does (make-model), so every key is named once.
 #pragma once
 
+#include <functional>
+#include <optional>
+#include <string>
+
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
 #include "engine/model_config.h"
@@ -20,5 +24,25 @@ void smollm3_from_gguf(const GgufFile& g, ModelConfig& c);
 // The NoPE layers of an n-layer SmolLM3: every 4th (llama.cpp's n_no_rope_layer_step, HF's
 // no_rope_layer_interval).
 std::vector<bool> smollm3_nope_layers(int n_layers);
+
+// Phi-3 / Phi-3.5 / Phi-4-mini (`phi3`; engine/family_phi3.cpp): NeoX RoPE over rope.dimension_count
+// dims (Phi-4-mini: 96 of 128), LongRoPE factor tensors chosen by the run context with an attention
+// factor on the rotated dims, fused QKV and gate/up tensors.
+void phi3_from_gguf(const GgufFile& g, ModelConfig& c);
+// The phi3.* keys beyond the common ones, as llama.cpp's Phi3MiniModel converter writes them
+// (sliding_window: HF's, 0 when absent; llama.cpp reads it and runs full attention).
+void phi3_to_gguf(const ModelConfig& c, int sliding_window, GgufWriter& w);
+// The LongRoPE factors for a run of `ctx` tokens per sequence, as llama.cpp's get_rope_factors
+// chooses them: long when ctx > rope_orig_ctx, else short. No-op for a model without them.
+void select_rope_factors(ModelConfig& c, int ctx);
+
+// A model file's tensors by name (nullopt: absent).
+using TensorLookup = std::function<std::optional<TensorView>(const std::string&)>;
+// Phi-3's fused tensors served under the separate names the loader binds, as row views of the file's
+// tensor (no copy): attn_q/attn_k/attn_v from attn_qkv [q_dim + 2 kv_dim rows], ffn_gate and ffn_up
+// from ffn_up [2 d_ff rows, gate first] (HF: qkv_proj, gate_up_proj). Separate Q/K/V in the file are
+// used as they are (llama.cpp accepts both). Throws Error naming the fused tensor when its rows do
+// not split.
+TensorLookup phi3_split_fused(const ModelConfig& c, TensorLookup file);
 
 }  // namespace anelm::engine

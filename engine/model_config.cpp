@@ -36,6 +36,7 @@ const char* arch_name(Arch a) {
     case Arch::kQwen35: return "qwen35";
     case Arch::kGranite: return "granite";
     case Arch::kSmolLM3: return "smollm3";
+    case Arch::kPhi3: return "phi3";
   }
   return "unknown";
 }
@@ -128,6 +129,18 @@ void ModelConfig::validate(const std::string& source) const {
       p.add("rope_freq_factors", f, "must be finite and > 0");
       break;
     }
+  }
+  for (const std::vector<float>* f : {&rope_factors_long, &rope_factors_short}) {
+    const char* field = f == &rope_factors_long ? "rope_factors_long" : "rope_factors_short";
+    if (!f->empty() && static_cast<int>(f->size()) != rope_dim / 2) {
+      p.add(field, std::to_string(f->size()) + " factors", "must be rope_dim / 2 = " + std::to_string(rope_dim / 2));
+    }
+    if (std::any_of(f->begin(), f->end(), [](float x) { return !(x > 0.0f) || !std::isfinite(x); })) {
+      p.add(field, "...", "every factor must be finite and > 0");
+    }
+  }
+  if (!(rope_attn_factor > 0.0f) || !std::isfinite(rope_attn_factor)) {
+    p.add("rope_attn_factor", rope_attn_factor, "must be finite and > 0");
   }
   if (!(rms_eps > 0.0f && rms_eps < 1e-1f)) p.add("rms_eps", rms_eps, "must be in (0, 0.1)");
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)) p.add("rope_theta", rope_theta, "must be > 0");

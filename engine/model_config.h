@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3 };
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3 };
 
 const char* arch_name(Arch a);
 
@@ -113,6 +113,14 @@ struct ModelConfig {
   // original_max_position_embeddings}.
   std::vector<float> rope_freq_factors;
   const float* rope_factors() const { return rope_freq_factors.empty() ? nullptr : rope_freq_factors.data(); }
+  // Phi-3's LongRoPE (engine/family_phi3.cpp): two sets of rope_dim / 2 divisors, `long` for a run
+  // context beyond rope_orig_ctx and `short` within it; select_rope_factors copies one into
+  // rope_freq_factors once the context is known (short until then). rope_attn_factor multiplies the
+  // cosines and sines of the rotated dims (1: none).
+  std::vector<float> rope_factors_long;
+  std::vector<float> rope_factors_short;
+  int rope_orig_ctx = 0;
+  float rope_attn_factor = 1.0f;
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }

@@ -16,6 +16,7 @@
 #include "engine/config_gguf.h"
 #include "engine/config_hf.h"
 #include "engine/error.h"
+#include "engine/families.h"
 #include "engine/gguf.h"
 #include "engine/kernels/quantize.h"
 #include "engine/safetensors.h"
@@ -367,6 +368,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
     };
   }
   m->config.validate(path);
+  if (m->config.arch == Arch::kPhi3) lookup = phi3_split_fused(m->config, std::move(lookup));
   if (m->format == ModelFormat::kGguf &&
       std::static_pointer_cast<GgufFile>(m->owners[0])->tensors().empty()) {
     throw Error(ErrorKind::kNotFound, "GGUF '" + path + "' holds no tensors (a vocab-only file?); "

@@ -12,6 +12,16 @@ int64_t TensorView::numel() const {
   return n;
 }
 
+TensorView row_view(const TensorView& t, int64_t begin, int64_t count, std::string name) {
+  TensorView v = t;
+  const int64_t row_bytes = dtype_row_bytes(t.dtype, t.cols());
+  v.name = std::move(name);
+  v.shape[0] = count;
+  v.data = static_cast<const uint8_t*>(t.data) + begin * row_bytes;
+  v.nbytes = count * row_bytes;
+  return v;
+}
+
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (int i = 0; i < kNumDTypes; ++i) {
     const auto t = static_cast<DType>(i);

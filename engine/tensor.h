@@ -29,6 +29,10 @@ struct TensorView {
   int64_t numel() const;
 };
 
+// Rows [begin, begin + count) of a 2-D tensor as a tensor of their own, over the same memory (rows
+// are contiguous in every type): a fused projection's parts without a copy.
+TensorView row_view(const TensorView& t, int64_t begin, int64_t count, std::string name);
+
 // The DType whose dtype_name is `name`, in any case ("q4_k", "Q4_K", "iq4_xs"); nullopt for
 // anything else.
 std::optional<DType> dtype_from_name(std::string_view name);

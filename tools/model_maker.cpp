@@ -34,11 +34,13 @@ ModelConfig shape_config(const MakeModelOptions& o) {
     c.name = "qwen35-" + o.shape + "-random-seed" + std::to_string(o.seed);
     return c;
   }
-  if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3) {
-    if (o.format != ModelFormat::kGguf) {
+  if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3 || o.arch == Arch::kPhi3) {
+    if (o.format != ModelFormat::kGguf && o.arch != Arch::kPhi3) {
       throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + arch_name(o.arch) + " is written as GGUF only");
     }
-    ModelConfig c = o.arch == Arch::kGranite ? granite_shape_config(o.shape, o.layers) : smollm3_shape_config(o.shape, o.layers);
+    ModelConfig c = o.arch == Arch::kGranite   ? granite_shape_config(o.shape, o.layers)
+                    : o.arch == Arch::kPhi3    ? phi3_shape_config(o.shape, o.layers)
+                                               : smollm3_shape_config(o.shape, o.layers);
     c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
     c.pooling = o.pooling;
     return c;
@@ -104,6 +106,10 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
       add_qwen35_block_plan(c, l, p);
       continue;
     }
+    if (c.arch == Arch::kPhi3) {
+      add_phi3_block_plan(c, l, p);
+      continue;
+    }
     const std::string g = "blk." + std::to_string(l) + ".", h = "model.layers." + std::to_string(l) + ".";
     p.push_back({g + "attn_norm.weight", h + "input_layernorm.weight", {d}, Kind::kNorm});
     p.push_back({g + "attn_q.weight", h + "self_attn.q_proj.weight", {q, d}, Kind::kMatrix,
@@ -131,6 +137,11 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
   // GGUF only: llama.cpp's converter stores Llama-3 rope scaling as this tensor (HF: config.json).
   if (llama_gguf && !c.rope_freq_factors.empty())
     p.push_back({"rope_freqs.weight", "", {static_cast<int64_t>(c.rope_freq_factors.size())}, Kind::kRopeFreqs});
+  // Phi-3's LongRoPE factors (GGUF only; HF: config.json rope_scaling).
+  if (!c.rope_factors_long.empty()) {
+    p.push_back({"rope_factors_long.weight", "", {static_cast<int64_t>(c.rope_factors_long.size())}, Kind::kRopeLong});
+    p.push_back({"rope_factors_short.weight", "", {static_cast<int64_t>(c.rope_factors_short.size())}, Kind::kRopeShort});
+  }
   if (!c.tie_embeddings) p.push_back({"output.weight", "lm_head.weight", {v, d}, Kind::kMatrix});
   return p;
 }
@@ -174,6 +185,11 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
     std::copy(cfg.rope_freq_factors.begin(), cfg.rope_freq_factors.end(), out);
     return;
   }
+  if (p.kind == Kind::kRopeLong || p.kind == Kind::kRopeShort) {
+    const std::vector<float>& f = p.kind == Kind::kRopeLong ? cfg.rope_factors_long : cfg.rope_factors_short;
+    std::copy(f.begin(), f.end(), out);
+    return;
+  }
   const HfValueHeads heads = hf ? p.hf_heads : HfValueHeads{};
   const bool vector = p.shape.size() == 1;
   const int64_t src = heads.axis == HfValueHeads::kRows && !vector ? qwen35_gguf_index(heads, cfg.deltanet, r)
@@ -191,7 +207,9 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
     case Kind::kBias: scale = 0.1f; break;
     case Kind::kConv: scale = 0.5f; break;
     case Kind::kDecay: scale = 0.5f; break;
-    case Kind::kRopeFreqs: break;
+    case Kind::kRopeFreqs:
+    case Kind::kRopeLong:
+    case Kind::kRopeShort: break;
   }
   // A vector's elements, or a matrix's columns, re-ordered by value head in the HF form.
   const bool by_element = heads.axis == HfValueHeads::kCols || (heads.axis == HfValueHeads::kRows && vector);
@@ -299,7 +317,7 @@ uint32_t llama_file_type(DType dtype) {
   return 0;
 }
 
-void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
+void add_gguf_hparams(const ModelConfig& c, DType dtype, const std::string& shape, GgufWriter& w) {
   const std::string a = arch_name(c.arch);
   w.add_string("general.architecture", a);
   w.add_string("general.name", c.name);
@@ -321,6 +339,7 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
   if (c.pooling != Pooling::kNone) w.add_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling));
   if (c.arch == Arch::kQwen35) add_qwen35_hparams(c, w);
   if (c.arch == Arch::kGranite) granite_to_gguf(c, w);
+  if (c.arch == Arch::kPhi3) phi3_to_gguf(c, phi3_sliding_window(shape), w);
 }
 
 // Last-token pooling reads the hidden state at the EOS every input ends with (Qwen3-Embedding:
@@ -349,16 +368,26 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   const int real_rows = o.shape.rfind("qwen3.5-", 0) == 0 ? 248320
                         : o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b" || o.arch == Arch::kQwen35 ? 151936
                         : o.shape == "granite-3.3-2b" ? 49159
-                        : o.shape == "smollm3-3b" ? 128256 : 0;
+                        : o.shape == "smollm3-3b" ? 128256
+                        : o.shape == "phi-4-mini" ? 200064
+                        : o.shape == "phi-3.5-mini" ? 32064 : 0;
   if (vocab.paddable && vocab_size < real_rows) vocab_size = real_rows;
   pad_maker_vocab(vocab, vocab_size);
+  // llama.cpp sets Phi-3's special-token attributes by general.name (containing "phi3" or "phi-3")
+  // and then looks up "</s>", which a vocab without it (the synthetic one) fails to load over.
+  if (c.arch == Arch::kPhi3 && std::find(vocab.tokens.begin(), vocab.tokens.end(), "</s>") == vocab.tokens.end()) {
+    const std::string variant = o.shape == "phi-3.5-mini" ? "3.5-mini" : o.shape == "phi-4-mini" ? "4-mini" : o.shape;
+    c.name = "phi-family-" + variant + "-random-seed" + std::to_string(o.seed);
+  }
   c.vocab_size = vocab_size;
   c.bos_id = vocab.bos;
   if (vocab.eos >= 0) c.eos_ids = {vocab.eos};
   c.validate("make_model");
 
   const bool gguf = o.format == ModelFormat::kGguf;
-  const std::vector<Plan> plan = make_plan(c, gguf && c.rope_layout == RopeLayout::kInterleaved);
+  std::vector<Plan> plan = make_plan(c, gguf && c.rope_layout == RopeLayout::kInterleaved);
+  // GGUF-only tensors (Phi-3's LongRoPE factors: HF has them in config.json).
+  if (!gguf) std::erase_if(plan, [](const Plan& p) { return p.hf_name.empty(); });
   std::vector<DType> types;
   MadeModel made;
   made.path = out;
@@ -369,6 +398,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     // (32-element type, else f16).
     // kConv too: llama.cpp's ssm_conv kernel reads only an f32 kernel.
     const bool vec = p.kind == Kind::kNorm || p.kind == Kind::kBias || p.kind == Kind::kRopeFreqs ||
+                     p.kind == Kind::kRopeLong || p.kind == Kind::kRopeShort ||
                      p.kind == Kind::kConv || p.kind == Kind::kDecay;
     types.push_back(gguf && vec ? DType::kF32
                                 : kernels::writable_type_for(o.dtype, p.shape.back()).value_or(DType::kF16));
@@ -378,7 +408,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   }
   if (gguf) {
     GgufWriter w;
-    add_gguf_hparams(c, o.dtype, w);
+    add_gguf_hparams(c, o.dtype, o.shape, w);
     add_maker_vocab_to_gguf(vocab, w);
     if (o.pooling == Pooling::kLast && !(vocab.gguf && vocab.gguf->has("tokenizer.ggml.add_eos_token"))) {
       w.add_bool("tokenizer.ggml.add_eos_token", true);
@@ -392,6 +422,8 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     fs::create_directories(out);
     if (c.arch == Arch::kQwen35) {
       write_qwen35_hf_config(c, o.dtype, out);
+    } else if (c.arch == Arch::kPhi3) {
+      write_phi3_hf_config(c, o.dtype, o.shape, out);
     } else {
       write_hf_config(c, o.dtype, out);
     }

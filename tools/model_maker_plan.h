@@ -12,7 +12,7 @@ namespace anelm::tools {
 
 // What a tensor's random values are: kConv a short conv kernel (f32 in GGUF), kDecay a DeltaNet
 // decay rate stored as llama.cpp's -exp(A_log) (negative, f32).
-enum class Kind { kEmbed, kMatrix, kNorm, kBias, kRopeFreqs, kConv, kDecay };
+enum class Kind { kEmbed, kMatrix, kNorm, kBias, kRopeFreqs, kConv, kDecay, kRopeLong, kRopeShort };
 
 // Qwen3.5's DeltaNet value heads: llama.cpp's converter stores them tiled (value head j reads key head
 // j % N_k), HF grouped (j / (N_v / N_k)). An HF tensor holds the GGUF's values re-ordered along one
@@ -49,5 +49,15 @@ int64_t qwen35_gguf_index(const HfValueHeads& h, const engine::DeltaNetDims& dn,
 // tensor plan (Q/K rows permuted) under the family's config; layers > 0 overrides the count.
 engine::ModelConfig granite_shape_config(const std::string& shape, int layers);
 engine::ModelConfig smollm3_shape_config(const std::string& shape, int layers);
+
+// Phi-3 ("tiny", "phi-4-mini", "phi-3.5-mini"), GGUF or HF: fused QKV and gate/up tensors per block,
+// LongRoPE factors in the config (rope_factors_long/short, written as tensors), the converter's
+// sliding_window for the shape.
+engine::ModelConfig phi3_shape_config(const std::string& shape, int layers);
+void add_phi3_block_plan(const engine::ModelConfig& c, int layer, std::vector<Plan>& plan);
+int phi3_sliding_window(const std::string& shape);
+// HF config.json of a phi3 shape (Phi3ForCausalLM, LongRoPE in rope_scaling).
+void write_phi3_hf_config(const engine::ModelConfig& c, engine::DType dtype, const std::string& shape,
+                          const std::string& dir);
 
 }  // namespace anelm::tools

@@ -22,7 +22,7 @@ std::vector<int> fixture_prompt(const nlohmann::json& fx, const std::string& nam
 
 // `anelm make-model --arch <arch> --shape tiny --dtype <type> --seed <fx seed>`, made once per test binary.
 std::string made_tiny(Arch arch, DType type, uint64_t seed);
-std::unique_ptr<Engine> load_engine(const std::string& path, Backend backend = Backend::kCpu);
+std::unique_ptr<Engine> load_engine(const std::string& path, Backend backend = Backend::kCpu, int ctx = 4096);
 std::vector<int> greedy_ids(Engine& eng, const std::vector<int>& prompt, int n);
 
 // f32 (both engines multiply f32 activations): every prompt's greedy ids equal llama.cpp's, and
@@ -37,8 +37,10 @@ void expect_rounded_parity(Engine& eng, const nlohmann::json& fx, const std::str
                            const std::string& label);
 
 // Copies a GGUF file, its metadata passed through `key`: the name a key is written under, nullopt
-// to drop it; `arch` replaces general.architecture when not empty. Tensors are copied verbatim.
+// to drop it; `arch` replaces general.architecture when not empty. Tensors are copied verbatim, those
+// `keep_tensor` (when given) returns false for left out.
 void copy_gguf(const std::string& src, const std::string& dst,
-               const std::function<std::optional<std::string>(const std::string&)>& key, const std::string& arch = "");
+               const std::function<std::optional<std::string>(const std::string&)>& key, const std::string& arch = "",
+               const std::function<bool(const std::string&)>& keep_tensor = {});
 
 }  // namespace anelm::engine

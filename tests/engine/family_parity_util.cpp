@@ -48,12 +48,12 @@ std::string made_tiny(Arch arch, DType type, uint64_t seed) {
   return made[name] = tools::make_model(o, (dir / name).string()).path;
 }
 
-std::unique_ptr<Engine> load_engine(const std::string& path, Backend backend) {
+std::unique_ptr<Engine> load_engine(const std::string& path, Backend backend, int ctx) {
   EngineOptions eo;
   eo.model_path = path;
   eo.backend = backend;
   eo.threads = 2;
-  eo.ctx = 4096;
+  eo.ctx = ctx;
   return Engine::load(eo);
 }
 
@@ -121,7 +121,8 @@ void expect_rounded_parity(Engine& eng, const nlohmann::json& fx, const std::str
 }
 
 void copy_gguf(const std::string& src, const std::string& dst,
-               const std::function<std::optional<std::string>(const std::string&)>& key, const std::string& arch) {
+               const std::function<std::optional<std::string>(const std::string&)>& key, const std::string& arch,
+               const std::function<bool(const std::string&)>& keep_tensor) {
   auto g = GgufFile::open(src);
   GgufWriter w(static_cast<uint32_t>(g->alignment()));
   for (const std::string& k : g->keys()) {
@@ -133,6 +134,7 @@ void copy_gguf(const std::string& src, const std::string& dst,
   }
   std::vector<TensorView> views;
   for (const GgufTensorInfo& info : g->tensors()) {
+    if (keep_tensor && !keep_tensor(info.name)) continue;
     views.push_back(g->tensor_view(info));
     const TensorView& v = views.back();
     w.add_tensor(info.name, v.dtype, std::vector<int64_t>(v.shape.begin(), v.shape.begin() + v.ndim));

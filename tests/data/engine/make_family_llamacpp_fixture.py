@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Records llama.cpp's outputs on random tiny models of one family made by `anelm make-model`, as the
 fixture tests/engine/<arch>_llamacpp_test.cpp holds anelm against (granite_tiny_llamacpp.json,
-smollm3_tiny_llamacpp.json). Needs the peer kit (shared/peers/bin) and a built anelm.
+smollm3_tiny_llamacpp.json, phi3_tiny_llamacpp.json). Needs the peer kit (shared/peers/bin) and a built
+anelm.
 
   python3 tests/data/engine/make_family_llamacpp_fixture.py --arch granite --anelm build/anelm \\
       --peers ../shared/peers/bin --out tests/data/engine/granite_tiny_llamacpp.json
@@ -11,7 +12,12 @@ attention auto). Teacher-forced over prompt + generated[:-1] (llamacpp-logits --
 id, its logit and its lead over the second, for every type (f32: the logit values check the logit
 scale, which greedy ids cannot see); for f16 (llama.cpp rounds the activations of an f16 matmul to
 f16) and q8_0 also how many of those top ids llama.cpp itself keeps with --fa off (fa_off_agrees:
-its own noise floor)."""
+its own noise floor).
+
+llamacpp_ctx: the context llama.cpp ran each prompt with (the peer drivers ask for prompt + generated
++ 16 tokens and llama.cpp rounds n_ctx up to a multiple of 256): it decides Phi-3's LongRoPE factors
+(long when it exceeds phi3.rope.scaling.original_context_length, 512 in the tiny file: the 'long'
+prompt runs with the long factors, the others with the short)."""
 import argparse
 import json
 import os
@@ -31,6 +37,11 @@ def ids_of(p):
     if isinstance(p, list):
         return p
     return [(i * p["mul"] + p["add"]) % p["mod"] for i in range(1, p["count"] + 1)]
+
+
+def llamacpp_ctx(n_tokens):
+    """llama.cpp's n_ctx (n_ctx_seq with one sequence) for a driver asking for n_tokens + 16."""
+    return (n_tokens + 16 + 255) // 256 * 256
 
 
 def run_json(cmd, whole=False):
@@ -54,7 +65,7 @@ def teacher_forced(peers, model, prompt, gen, fa):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--arch", required=True, choices=["granite", "smollm3"])
+    ap.add_argument("--arch", required=True, choices=["granite", "smollm3", "phi3"])
     ap.add_argument("--anelm", default="build/anelm")
     ap.add_argument("--peers", default="../shared/peers/bin")
     ap.add_argument("--out", required=True)
@@ -67,6 +78,7 @@ def main():
                     "The 'long' prompt is ids (i*mul+add) % mod for i in 1..count.",
         "seed": SEED,
         "prompts": PROMPTS,
+        "llamacpp_ctx": {},
         "generated": {},
         "teacher_forced_note": "llamacpp-logits --top 2 --fa on over prompt + generated[:-1]: llama.cpp's top id, its "
                                "logit and its lead over the second at each generated position; fa_off_agrees (f16, q8_0): "
@@ -87,6 +99,11 @@ def main():
                                 " ".join(map(str, prompt)), "--n", str(N), "--threads", "2"])
                 gen = res["generated_ids"]
                 fx["generated"][t][name] = gen
+                # llamacpp-generate asks for prompt + N, llamacpp-logits for prompt + generated - 1:
+                # one context for both when they round to the same multiple of 256.
+                ctx = llamacpp_ctx(len(prompt) + N)
+                assert ctx == llamacpp_ctx(len(prompt) + len(gen) - 1), name
+                fx["llamacpp_ctx"][name] = ctx
                 tf = teacher_forced(a.peers, model, prompt, gen, "on")
                 if t != "f32":
                     off = teacher_forced(a.peers, model, prompt, gen, "off")
