@@ -88,7 +88,9 @@ void expect_f32_matches(Engine& eng, const nlohmann::json& fx) {
     const auto margin = tf["margin"].get<std::vector<double>>();
     size_t agree = 0;
     while (agree < gen.size() && gen[agree] == top[agree]) ++agree;
-    if (agree < gen.size()) EXPECT_LT(margin[agree], 0.05) << name << ": llama.cpp's paths part at step " << agree;
+    if (agree < gen.size()) {
+      EXPECT_LT(margin[agree], 0.05) << name << ": llama.cpp's paths part at step " << agree;
+    }
     const auto got = greedy_ids(eng, fixture_prompt(fx, name), static_cast<int>(gen.size()));
     EXPECT_EQ(std::vector<int>(got.begin(), got.begin() + static_cast<long>(agree)),
               std::vector<int>(gen.begin(), gen.begin() + static_cast<long>(agree)))
