@@ -130,6 +130,7 @@ struct ChoiceState {
   size_t lp_sent = 0;
   Clock::time_point arrived;
   double ttft_ms = -1;
+  bool counted = false;  // its result is in the usage (a stream cut after that adds nothing)
 };
 
 // Usage over all choices: the prompt counted once (as OpenAI), completions summed; and what the
@@ -149,6 +150,13 @@ struct UsageSum {
     }
     u.completion_tokens += completion_tokens;
     u.predicted_ms += r.decode_ms;
+  }
+  // A choice cut short (client gone, stream error): no result came, so the log line shows what it had
+  // reached: its prompt and the tokens streamed so far.
+  void add_cut(int prompt_tokens, const ChoiceState& st, bool first) {
+    if (first && ttft_ms < 0) ttft_ms = st.ttft_ms;
+    if (first) u.prompt_tokens += prompt_tokens;
+    u.completion_tokens += st.tokens_used;
   }
 };
 
@@ -267,9 +275,8 @@ struct StreamJob {
 
 // Streams choice `index` to its end. Returns false when the stream is over (client gone, or an
 // error was sent), true when the next choice may follow.
-bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usage, StreamSink& sink) {
+bool stream_choice(StreamJob& job, int index, ChoiceState& st, UsageSum& usage, StreamSink& sink) {
   EventChannel& ch = *job.channels[static_cast<size_t>(index)];
-  ChoiceState st(ctx.tokenizer(), job.gen, index);
   auto send = [&](const std::string& frames) { return frames.empty() || sink.write(frames); };
   if (!send(job.ser->choice_start(index))) return false;
   if (const std::string& echo_text = choice_echo(job.gen, index); !echo_text.empty()) {
@@ -304,6 +311,7 @@ bool stream_choice(ServerContext& ctx, StreamJob& job, int index, UsageSum& usag
         if (!rest.empty() && !send(job.ser->delta(index, rest, st.new_logprobs()))) return false;
         const ChoiceOutput out = st.output(ev.result);
         usage.add(ev.result, st.completion_tokens(ev.result), index % job.gen.n == 0, out.finish_reason, st.ttft_ms);
+        st.counted = true;
         return send(job.ser->choice_end(index, out));
       }
       const OutputDelta delta = st.on_token(ev.step);
@@ -322,8 +330,10 @@ void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
     return;
   }
   for (int i = 0; i < static_cast<int>(job.channels.size()); ++i) {
-    if (!stream_choice(ctx, job, i, usage, sink)) {
+    ChoiceState st(ctx.tokenizer(), job.gen, i);
+    if (!stream_choice(job, i, st, usage, sink)) {
       cancel_all(job.channels);  // client gone or failed: the worker stops these jobs within a token
+      if (!st.counted) usage.add_cut(static_cast<int>(choice_prompt(job.gen, i).size()), st, i % job.gen.n == 0);
       fill_log(ctx, job.gen, usage);
       if (job.gen.log) job.gen.log->error = sink.is_writable() ? "stream ended by an error" : "client disconnected";
       return;

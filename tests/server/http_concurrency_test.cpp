@@ -1,8 +1,11 @@
 // Concurrency over loopback: many clients, a full queue, disconnects mid-stream and during prefill.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <future>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "test_server.h"
@@ -99,6 +102,30 @@ TEST(HttpConcurrency, ClientKilledMidStreamIsCancelledOthersUndisturbed) {
   s.engine().script().endless = false;
   EXPECT_EQ(completion_text(s, "still fine", true), "still fine");
   EXPECT_EQ(completion_text(s, "also fine", false), "also fine");
+}
+
+// The request's log line says how far an abandoned stream got: its prompt and the tokens it was sent
+// (it used to say prompt=0 completion=0, as if nothing had run).
+TEST(HttpConcurrency, AbandonedStreamIsLoggedWithItsPromptAndTokens) {
+  std::ostringstream out;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out)));
+  std::string line;
+  {
+    FakeScript sc;
+    sc.endless = true;
+    sc.token_ms = 5;
+    TestServer s(sc);
+    stream_and_abort(s, 4);
+    wait_until([&] { return out.str().find("client disconnected") != std::string::npos; }, 3000);
+  }
+  spdlog::set_default_logger(previous);
+  std::istringstream lines(out.str());
+  while (std::getline(lines, line) && line.find("client disconnected") == std::string::npos) {}
+  ASSERT_NE(line.find("client disconnected"), std::string::npos) << out.str();
+  EXPECT_NE(line.find(" prompt=2 "), std::string::npos) << line;  // "zz": two byte tokens
+  EXPECT_EQ(line.find(" completion=0 "), std::string::npos) << line;
 }
 
 TEST(HttpConcurrency, DisconnectDuringPrefillCancels) {

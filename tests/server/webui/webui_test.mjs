@@ -150,6 +150,8 @@ await check('Stop ends a long generation and the server sees the client go away'
     if (!line) await sleep(100);
   }
   expect(line.includes('client disconnected'), `the server's request line does not say the client left: "${line}"`);
+  expect(/ prompt=[1-9]/.test(line) && / completion=[1-9]/.test(line),
+    `the server's request line does not give the prompt and the tokens sent before Stop: "${line}"`);
   await sleep(500);
   const after = (await lastReply(page).locator('.content').textContent()).length;
   expect(after === stoppedLength, `the reply grew after Stop (${stoppedLength} -> ${after})`);
