@@ -119,9 +119,10 @@ class LocalEngine final : public Engine {
       // (Qwen3, Qwen3.5: tested against the CPU).
       const ModelConfig& c = model_->config;
       const bool multipliers = c.embedding_scale != 1.0f || c.residual_scale != 1.0f || c.attention_scale != 0.0f;
-      if (multipliers || !c.nope_layers.empty()) {
+      const bool gemma = c.post_norms || c.ffn_act != FfnAct::kSilu || !c.swa_layers.empty();  // Gemma 3's layers
+      if (multipliers || !c.nope_layers.empty() || gemma) {
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
-                        (multipliers ? "'s multipliers" : "'s NoPE layers");
+                        (gemma ? "'s layers (post-norms, GeGLU, sliding windows)" : multipliers ? "'s multipliers" : "'s NoPE layers");
         spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
       } else {
         ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));

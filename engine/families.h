@@ -21,4 +21,11 @@ void smollm3_from_gguf(const GgufFile& g, ModelConfig& c);
 // no_rope_layer_interval).
 std::vector<bool> smollm3_nope_layers(int n_layers);
 
+// Gemma 3 (`gemma3`; engine/family_gemma3.cpp): q/k norms, post-attention and post-FFN norms,
+// GeGLU, embeddings times sqrt(d_model), sliding-window local layers with their own RoPE base.
+void gemma3_from_gguf(const GgufFile& g, ModelConfig& c);
+void gemma3_to_gguf(const ModelConfig& c, GgufWriter& w);
+// llama.cpp's default local layers of an n-layer Gemma 3: all but every 6th (5, 11, ...).
+std::vector<bool> gemma3_swa_layers(int n_layers);
+
 }  // namespace anelm::engine
