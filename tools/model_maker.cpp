@@ -34,11 +34,13 @@ ModelConfig shape_config(const MakeModelOptions& o) {
     c.name = "qwen35-" + o.shape + "-random-seed" + std::to_string(o.seed);
     return c;
   }
-  if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3) {
+  if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3 || o.arch == Arch::kGemma3) {
     if (o.format != ModelFormat::kGguf) {
       throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + arch_name(o.arch) + " is written as GGUF only");
     }
-    ModelConfig c = o.arch == Arch::kGranite ? granite_shape_config(o.shape, o.layers) : smollm3_shape_config(o.shape, o.layers);
+    ModelConfig c = o.arch == Arch::kGranite   ? granite_shape_config(o.shape, o.layers)
+                    : o.arch == Arch::kGemma3 ? gemma3_shape_config(o.shape, o.layers)
+                                              : smollm3_shape_config(o.shape, o.layers);
     c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
     c.pooling = o.pooling;
     return c;
@@ -125,6 +127,10 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({g + "ffn_gate.weight", h + "mlp.gate_proj.weight", {ff, d}, Kind::kMatrix});
     p.push_back({g + "ffn_up.weight", h + "mlp.up_proj.weight", {ff, d}, Kind::kMatrix});
     p.push_back({g + "ffn_down.weight", h + "mlp.down_proj.weight", {d, ff}, Kind::kMatrix});
+    if (c.post_norms) {  // Gemma 3 (GGUF only)
+      p.push_back({g + "post_attention_norm.weight", "", {d}, Kind::kNorm});
+      p.push_back({g + "post_ffw_norm.weight", "", {d}, Kind::kNorm});
+    }
   }
   p.push_back({"output_norm.weight", hf_model + "norm.weight", {d}, Kind::kNorm});
   p.back().hf_zero_centred = c.arch == Arch::kQwen35;
@@ -321,6 +327,7 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, GgufWriter& w) {
   if (c.pooling != Pooling::kNone) w.add_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling));
   if (c.arch == Arch::kQwen35) add_qwen35_hparams(c, w);
   if (c.arch == Arch::kGranite) granite_to_gguf(c, w);
+  if (c.arch == Arch::kGemma3) gemma3_to_gguf(c, w);
 }
 
 // Last-token pooling reads the hidden state at the EOS every input ends with (Qwen3-Embedding:
@@ -349,7 +356,8 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
   const int real_rows = o.shape.rfind("qwen3.5-", 0) == 0 ? 248320
                         : o.shape == "qwen2.5-0.5b" || o.shape == "qwen3-0.6b" || o.arch == Arch::kQwen35 ? 151936
                         : o.shape == "granite-3.3-2b" ? 49159
-                        : o.shape == "smollm3-3b" ? 128256 : 0;
+                        : o.shape == "smollm3-3b" ? 128256
+                        : o.shape == "gemma-3-1b" ? 262144 : 0;
   if (vocab.paddable && vocab_size < real_rows) vocab_size = real_rows;
   pad_maker_vocab(vocab, vocab_size);
   c.vocab_size = vocab_size;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Records llama.cpp's outputs on random tiny models of one family made by `anelm make-model`, as the
 fixture tests/engine/<arch>_llamacpp_test.cpp holds anelm against (granite_tiny_llamacpp.json,
-smollm3_tiny_llamacpp.json). Needs the peer kit (shared/peers/bin) and a built anelm.
+smollm3_tiny_llamacpp.json, gemma3_tiny_llamacpp.json: its 64-position sliding window is crossed by
+the 'mid' and 'long' prompts). Needs the peer kit (shared/peers/bin) and a built anelm.
 
   python3 tests/data/engine/make_family_llamacpp_fixture.py --arch granite --anelm build/anelm \\
       --peers ../shared/peers/bin --out tests/data/engine/granite_tiny_llamacpp.json
@@ -54,7 +55,7 @@ def teacher_forced(peers, model, prompt, gen, fa):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--arch", required=True, choices=["granite", "smollm3"])
+    ap.add_argument("--arch", required=True, choices=["granite", "smollm3", "gemma3"])
     ap.add_argument("--anelm", default="build/anelm")
     ap.add_argument("--peers", default="../shared/peers/bin")
     ap.add_argument("--out", required=True)
