@@ -59,14 +59,15 @@ def main():
     ap.add_argument("--anelm", default="build/anelm")
     ap.add_argument("--peers", default="../shared/peers/bin")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=SEED, help="weight seed (the gemma3 fixture: 13, whose f32 paths have wider near ties than 7)")
     a = ap.parse_args()
     fx = {
         "_comment": f"llama.cpp v0.5.0 (shared/peers) on `anelm make-model --arch {a.arch} --shape tiny --dtype "
-                    f"{{f32,f16,q8_0}} --seed {SEED}` (synthetic 512-token vocab): llamacpp-generate --prompt-ids ... "
+                    f"{{f32,f16,q8_0}} --seed {a.seed}` (synthetic 512-token vocab): llamacpp-generate --prompt-ids ... "
                     f"--n {N} --threads 2 (greedy, flash attention auto). Made by "
-                    f"`python3 tests/data/engine/make_family_llamacpp_fixture.py --arch {a.arch} --out <this file>`. "
+                    f"`python3 tests/data/engine/make_family_llamacpp_fixture.py --arch {a.arch} --seed {a.seed} --out <this file>`. "
                     "The 'long' prompt is ids (i*mul+add) % mod for i in 1..count.",
-        "seed": SEED,
+        "seed": a.seed,
         "prompts": PROMPTS,
         "generated": {},
         "teacher_forced_note": "llamacpp-logits --top 2 --fa on over prompt + generated[:-1]: llama.cpp's top id, its "
@@ -80,7 +81,7 @@ def main():
         for t in ["f32", "f16", "q8_0"]:
             model = os.path.join(tmp, f"{a.arch}-{t}.gguf")
             subprocess.run([a.anelm, "make-model", "--arch", a.arch, "--shape", "tiny", "--dtype", t,
-                            "--seed", str(SEED), "--out", model], check=True, capture_output=True)
+                            "--seed", str(a.seed), "--out", model], check=True, capture_output=True)
             fx["generated"][t] = {}
             for name, p in PROMPTS.items():
                 prompt = ids_of(p)
