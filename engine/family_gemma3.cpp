@@ -35,9 +35,9 @@ std::vector<bool> swa_layers(const GgufFile& g, const std::string& p, int n_laye
     return swa;
   }
   const int64_t n = g.find_int(key).value_or(kSwaPattern);
-  if (n < 0 || n > n_layers + 1) {
+  if (n < 0 || n > ModelLimits::kMaxLayers) {
     throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': " + key + " = " + std::to_string(n) +
-                                        " must be in [0, block_count + 1]");
+                                        " must be in [0, " + std::to_string(ModelLimits::kMaxLayers) + "]");
   }
   // llama.cpp: pattern 0 makes every layer local; else layer l is local when l % n < n - 1.
   for (int l = 0; l < n_layers; ++l) swa[static_cast<size_t>(l)] = n == 0 || l % n < n - 1;
