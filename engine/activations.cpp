@@ -37,22 +37,27 @@ Activations::Activations(const ModelConfig& cfg, int max_batch_, int ctx_, int n
   attn_scratch_floats = kernels::attention_scratch_floats(cfg.head_dim);
   attn_scratch.assign(static_cast<size_t>(std::max(n_threads, 1) * attn_scratch_floats), 0.0f);
   logits.assign(static_cast<size_t>(cfg.vocab_size), 0.0f);
-  rope_freq_ = kernels::rope_frequencies(cfg.rope_dim, cfg.rope_theta, cfg.rope_factors());
+  rope_freq_[0] = kernels::rope_frequencies(cfg.rope_dim, cfg.rope_theta, cfg.rope_factors());
+  if (!cfg.swa_layers.empty()) rope_freq_[1] = kernels::rope_frequencies(cfg.rope_dim, cfg.rope_theta_swa, nullptr);
   rope_mscale_ = cfg.rope_attn_factor;
-  rope_cs_.assign(B * static_cast<size_t>(cfg.rope_dim), 0.0f);
-  rope_pos_.assign(B, -1);
+  for (int i = 0; i < 2; ++i) {
+    if (rope_freq_[i].empty()) continue;
+    rope_cs_[i].assign(B * static_cast<size_t>(cfg.rope_dim), 0.0f);
+    rope_pos_[i].assign(B, -1);
+  }
 }
 
-const float* Activations::rope_cs(int t, int pos) {
-  float* cs = rope_cs_.data() + static_cast<size_t>(t) * 2 * rope_freq_.size();
-  if (rope_pos_[static_cast<size_t>(t)] != pos) {
-    kernels::rope_cos_sin(pos, rope_freq_, cs);
+const float* Activations::rope_cs(int t, int pos, bool swa) {
+  const int i = swa ? 1 : 0;
+  float* cs = rope_cs_[i].data() + static_cast<size_t>(t) * 2 * rope_freq_[i].size();
+  if (rope_pos_[i][static_cast<size_t>(t)] != pos) {
+    kernels::rope_cos_sin(pos, rope_freq_[i], cs);
     // LongRoPE's attention factor, as llama.cpp applies it: on the rotated dims only (through their
     // cosines and sines); the dims past rope_dim pass unscaled.
     if (rope_mscale_ != 1.0f) {
-      for (size_t i = 0; i < 2 * rope_freq_.size(); ++i) cs[i] *= rope_mscale_;
+      for (size_t j = 0; j < 2 * rope_freq_[i].size(); ++j) cs[j] *= rope_mscale_;
     }
-    rope_pos_[static_cast<size_t>(t)] = pos;
+    rope_pos_[i][static_cast<size_t>(t)] = pos;
   }
   return cs;
 }

@@ -40,14 +40,16 @@ struct Activations {
 
   // Row t's RoPE cosines and sines at position pos (see kernels::rope_cos_sin), computed on the
   // row's first layer and reused by the others while its position stays. Distinct rows may be
-  // asked for from different threads.
-  const float* rope_cs(int t, int pos);
+  // asked for from different threads. swa: the angles of the sliding-window layers (Gemma 3:
+  // rope_theta_swa, unscaled).
+  const float* rope_cs(int t, int pos, bool swa = false);
 
  private:
-  std::vector<double> rope_freq_;  // [rope_dim / 2]
-  float rope_mscale_ = 1.0f;       // ModelConfig::rope_attn_factor: scales every cosine and sine
-  std::vector<float> rope_cs_;     // [B][rope_dim]
-  std::vector<int> rope_pos_;      // [B] the position rope_cs_ holds for the row, -1: none
+  // [0] the global layers' angles, [1] the sliding-window layers' (empty without them).
+  std::vector<double> rope_freq_[2];  // [rope_dim / 2]
+  float rope_mscale_ = 1.0f;          // ModelConfig::rope_attn_factor: scales every cosine and sine
+  std::vector<float> rope_cs_[2];     // [B][rope_dim]
+  std::vector<int> rope_pos_[2];      // [B] the position rope_cs_ holds for the row, -1: none
 };
 
 }  // namespace anelm::engine

@@ -102,9 +102,11 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     c.arch = Arch::kSmolLM3;
   } else if (arch == "phi3") {
     c.arch = Arch::kPhi3;
+  } else if (arch == "gemma3") {
+    c.arch = Arch::kGemma3;
   } else {
     throw Error(ErrorKind::kUnsupported, "GGUF '" + g.path() + "': architecture '" + arch +
-                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35, granite, smollm3, phi3)");
+                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35, granite, smollm3, phi3, gemma3)");
   }
   c.name = g.find_string("general.name")
                .value_or(std::filesystem::path(g.path()).stem().string());
@@ -132,6 +134,7 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   if (c.arch == Arch::kGranite) granite_from_gguf(g, c);
   if (c.arch == Arch::kSmolLM3) smollm3_from_gguf(g, c);
   if (c.arch == Arch::kPhi3) phi3_from_gguf(g, c);
+  if (c.arch == Arch::kGemma3) gemma3_from_gguf(g, c);
 
   c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
   // llama.cpp's pooling types 0-3. Rank (4: a reranker's classifier head) and unknown values leave

@@ -1,4 +1,4 @@
-// ModelConfig from GGUF metadata (general.architecture llama | qwen2 | qwen3 | qwen35 | granite | smollm3
+// ModelConfig from GGUF metadata (general.architecture llama | qwen2 | qwen3 | qwen35 | granite | smollm3 | gemma3
 // and the <arch>.* keys; granite and smollm3 through engine/families.h).
 #pragma once
 

@@ -1,6 +1,7 @@
 // CPU decoder layer: RMSNorm -> the layer's token mixer + residual -> RMSNorm -> fused gate/up ->
-// SiLU*up -> down + residual (Granite: the residual branches and layer 0's input scaled); and the
-// fused row-parallel linear every CPU matmul goes through.
+// SiLU*up -> down + residual (Granite: the residual branches and layer 0's input scaled; Gemma 3:
+// GELU*up, and each branch RMSNormed before its residual add); and the fused row-parallel linear
+// every CPU matmul goes through.
 #include "engine/cpu_executor.h"
 
 #include <algorithm>
@@ -88,6 +89,7 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
     for (int t = t0; t < t1; ++t) k_.rmsnorm(b.x + t * d, attn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
   });
   mixers_[static_cast<size_t>(b.layer)]->mix(b);
+  post_norm(L.attn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
 
   // ---- feed-forward block: x += w_down . (silu(w_gate . norm(x)) * (w_up . norm(x)))
@@ -98,11 +100,23 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   parallel_linear(pool_, k_, a.xb.data(), n, d, gate_up, a.xq.data(), a.xk.data(), inline_macs_);
   for_tokens(pool_, n, [&](int t0, int t1) {
     const int64_t at = static_cast<int64_t>(t0) * d_ff;
-    k_.silu_mul(a.gate.data() + at, a.up.data() + at, (t1 - t0) * d_ff, a.gate.data() + at);
+    const auto act = cfg_.ffn_act == FfnAct::kGeluTanh ? k_.gelu_mul : k_.silu_mul;
+    act(a.gate.data() + at, a.up.data() + at, (t1 - t0) * d_ff, a.gate.data() + at);
   });
   const LinearOut down[] = {{&L.w_down, a.proj.data()}};
   parallel_linear(pool_, k_, a.gate.data(), n, d_ff, down, a.xq.data(), a.xk.data(), inline_macs_);
+  post_norm(L.ffn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
+}
+
+// Gemma 3: RMSNorm of a branch's output rows [n][d_model] in place; nothing without the weight.
+void CpuExecutor::post_norm(const TensorView& w, float* out, int n) {
+  if (w.empty()) return;
+  const auto* weight = static_cast<const float*>(w.data);
+  const int d = cfg_.d_model;
+  for_tokens(pool_, n, [&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) k_.rmsnorm(out + static_cast<int64_t>(t) * d, weight, cfg_.rms_eps, d, out + static_cast<int64_t>(t) * d);
+  });
 }
 
 void CpuExecutor::scale_rows(float* x, int n, int d, float s) {

@@ -42,6 +42,7 @@ class CpuExecutor final : public LayerExecutor {
  private:
   void scale_rows(float* x, int n, int d, float s);
   void add_residual(float* x, float* out, int n, int d);
+  void post_norm(const TensorView& w, float* out, int n);
 
   const ModelConfig& cfg_;
   const ModelWeights& w_;

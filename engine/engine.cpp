@@ -129,11 +129,14 @@ class LocalEngine final : public Engine {
       const bool multipliers = c.embedding_scale != 1.0f || c.residual_scale != 1.0f || c.attention_scale != 0.0f;
       // Phi-3 binds views the programs could read, but its fp16 logits on the tiny file (LongRoPE's
       // attention factor scales q and k) stayed 1.2x outside the ANE tolerance: not served there yet.
-      if (multipliers || !c.nope_layers.empty() || c.arch == Arch::kPhi3) {
+      const bool phi3 = c.arch == Arch::kPhi3;
+      const bool gemma = c.post_norms || c.ffn_act != FfnAct::kSilu || !c.swa_layers.empty();  // Gemma 3's layers
+      if (multipliers || !c.nope_layers.empty() || phi3 || gemma) {
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
-                        (multipliers                  ? "'s multipliers"
-                         : c.arch == Arch::kPhi3      ? " (not validated: fused tensors, LongRoPE)"
-                                                      : "'s NoPE layers");
+                        (gemma         ? "'s layers (post-norms, GeGLU, sliding windows)"
+                         : phi3        ? " (not validated: fused tensors, LongRoPE)"
+                         : multipliers ? "'s multipliers"
+                                       : "'s NoPE layers");
         spdlog::warn("--backend ane declined: {}; serving on the CPU", ane_declined_);
       } else {
         ane_ = make_ane_backend(model_->config, model_->weights, tf_, pool_, ane_options(opts));

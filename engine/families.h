@@ -45,4 +45,11 @@ using TensorLookup = std::function<std::optional<TensorView>(const std::string&)
 // not split.
 TensorLookup phi3_split_fused(const ModelConfig& c, TensorLookup file);
 
+// Gemma 3 (`gemma3`; engine/family_gemma3.cpp): q/k norms, post-attention and post-FFN norms,
+// GeGLU, embeddings times sqrt(d_model), sliding-window local layers with their own RoPE base.
+void gemma3_from_gguf(const GgufFile& g, ModelConfig& c);
+void gemma3_to_gguf(const ModelConfig& c, GgufWriter& w);
+// llama.cpp's default local layers of an n-layer Gemma 3: all but every 6th (5, 11, ...).
+std::vector<bool> gemma3_swa_layers(int n_layers);
+
 }  // namespace anelm::engine

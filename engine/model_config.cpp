@@ -37,6 +37,7 @@ const char* arch_name(Arch a) {
     case Arch::kGranite: return "granite";
     case Arch::kSmolLM3: return "smollm3";
     case Arch::kPhi3: return "phi3";
+    case Arch::kGemma3: return "gemma3";
   }
   return "unknown";
 }
@@ -114,7 +115,7 @@ void ModelConfig::validate(const std::string& source) const {
   if (head_dim > 0 && head_dim % 2 != 0) p.add("head_dim", head_dim, "must be even for RoPE");
   // Llama and Qwen2 checkpoints always split d_model evenly across the query heads; Qwen3 sets
   // head_dim on its own (Qwen3-0.6B: 16 x 128 = 2048 query columns for d_model 1024).
-  if (arch != Arch::kQwen3 && arch != Arch::kQwen35 && n_heads > 0 && head_dim > 0 && d_model > 0 && q != d_model) {
+  if (arch != Arch::kQwen3 && arch != Arch::kQwen35 && arch != Arch::kGemma3 && n_heads > 0 && head_dim > 0 && d_model > 0 && q != d_model) {
     p.add("head_dim", head_dim, "head_dim * n_heads = " + std::to_string(q) +
                                     " must equal d_model = " + std::to_string(d_model));
   }
@@ -158,6 +159,13 @@ void ModelConfig::validate(const std::string& source) const {
   if (!nope_layers.empty() && static_cast<int>(nope_layers.size()) != n_layers) {
     p.add("nope_layers.size", nope_layers.size(), "must be n_layers = " + std::to_string(n_layers));
   }
+  if (!swa_layers.empty() && static_cast<int>(swa_layers.size()) != n_layers) {
+    p.add("swa_layers.size", swa_layers.size(), "must be n_layers = " + std::to_string(n_layers));
+  }
+  if (!swa_layers.empty() && !(sliding_window > 0 && sliding_window <= L::kMaxCtx)) {
+    p.add("sliding_window", sliding_window, "must be in 1.." + std::to_string(L::kMaxCtx) + " with sliding-window layers");
+  }
+  if (!(rope_theta_swa > 0.0f) || !std::isfinite(rope_theta_swa)) p.add("rope_theta_swa", rope_theta_swa, "must be > 0");
   auto positive = [&](const char* field, float value) {
     if (!(value > 0.0f) || !std::isfinite(value)) p.add(field, value, "must be finite and > 0");
   };

@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3 };
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3, kGemma3 };
 
 const char* arch_name(Arch a);
 
@@ -37,6 +37,9 @@ struct ModelLimits {
 // executor holds one implementation per kind (engine/mixers/), so a new kind is a new file.
 enum class Mixer : uint8_t { kAttention, kDeltaNet };
 const char* mixer_name(Mixer m);
+
+// The gate activation of the gated FFN: SwiGLU's SiLU, or GeGLU's tanh-approximated GELU (Gemma 3).
+enum class FfnAct : uint8_t { kSilu, kGeluTanh };
 
 // Gated DeltaNet (Qwen3.5's linear attention): N_k key heads of d_k, N_v value heads of d_v
 // (N_v % N_k == 0; value head j reads key head key_head(j)), a causal
@@ -102,8 +105,21 @@ struct ModelConfig {
   // every layer rotates (SmolLM3: every 4th layer is NoPE).
   std::vector<bool> nope_layers;
 
+  // Gemma 3 (engine/family_gemma3.cpp): the FFN's activation; RMSNorms on the mixer's and the FFN's
+  // outputs before their residual adds (LayerWeights attn_post_norm, ffn_post_norm); sliding-window
+  // layers, [n_layers] (empty: none), where a query at position p attends to the keys at
+  // (p - sliding_window, p] and RoPE uses base rope_theta_swa without rope_freq_factors (the other,
+  // global layers use rope_theta and the factors).
+  FfnAct ffn_act = FfnAct::kSilu;
+  bool post_norms = false;
+  int sliding_window = 0;
+  std::vector<bool> swa_layers;
+  float rope_theta_swa = 10000.0f;
+
   Mixer mixer(int layer) const { return mixers.empty() ? Mixer::kAttention : mixers[static_cast<size_t>(layer)]; }
   bool rope(int layer) const { return nope_layers.empty() || !nope_layers[static_cast<size_t>(layer)]; }
+  bool swa(int layer) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(layer)]; }
+  int window(int layer) const { return swa(layer) ? sliding_window : 0; }  // 0: every earlier position
   float attn_scale() const;          // attention_scale, else 1/sqrt(head_dim)
   bool recurrent() const;            // any layer keeps a recurrent state (prefixes cannot be cut back)
   int n_attention_layers() const;    // layers with a KV cache

@@ -139,6 +139,10 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
     add(&L.w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_up, "ffn_up.weight", "mlp.up_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_down, "ffn_down.weight", "mlp.down_proj.weight", {d, ff}, "[d_model, d_ff]", Role::kMatrix);
+    if (c.post_norms) {  // Gemma 3
+      add(&L.attn_post_norm, "post_attention_norm.weight", "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
+      add(&L.ffn_post_norm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", {d}, "[d_model]", Role::kVector);
+    }
   }
   return s;
 }

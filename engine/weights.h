@@ -33,10 +33,12 @@ struct LayerWeights {
   TensorView q_norm;     // [head_dim] (empty unless qk_norm)
   TensorView k_norm;     // [head_dim] (empty unless qk_norm)
   TensorView wo;         // [d_model, q_dim]
+  TensorView attn_post_norm;  // [d_model] on the mixer's output (empty unless post_norms: Gemma 3)
   TensorView ffn_norm;   // [d_model]
   TensorView w_gate;     // [d_ff, d_model]
   TensorView w_up;       // [d_ff, d_model]
   TensorView w_down;     // [d_model, d_ff]
+  TensorView ffn_post_norm;   // [d_model] on the FFN's output (empty unless post_norms)
   DeltaNetWeights deltanet;
 };
 

@@ -34,12 +34,13 @@ ModelConfig shape_config(const MakeModelOptions& o) {
     c.name = "qwen35-" + o.shape + "-random-seed" + std::to_string(o.seed);
     return c;
   }
-  if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3 || o.arch == Arch::kPhi3) {
+  if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3 || o.arch == Arch::kPhi3 || o.arch == Arch::kGemma3) {
     if (o.format != ModelFormat::kGguf && o.arch != Arch::kPhi3) {
       throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + arch_name(o.arch) + " is written as GGUF only");
     }
     ModelConfig c = o.arch == Arch::kGranite   ? granite_shape_config(o.shape, o.layers)
                     : o.arch == Arch::kPhi3    ? phi3_shape_config(o.shape, o.layers)
+                    : o.arch == Arch::kGemma3  ? gemma3_shape_config(o.shape, o.layers)
                                                : smollm3_shape_config(o.shape, o.layers);
     c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
     c.pooling = o.pooling;
@@ -131,6 +132,10 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({g + "ffn_gate.weight", h + "mlp.gate_proj.weight", {ff, d}, Kind::kMatrix});
     p.push_back({g + "ffn_up.weight", h + "mlp.up_proj.weight", {ff, d}, Kind::kMatrix});
     p.push_back({g + "ffn_down.weight", h + "mlp.down_proj.weight", {d, ff}, Kind::kMatrix});
+    if (c.post_norms) {  // Gemma 3 (GGUF only)
+      p.push_back({g + "post_attention_norm.weight", "", {d}, Kind::kNorm});
+      p.push_back({g + "post_ffw_norm.weight", "", {d}, Kind::kNorm});
+    }
   }
   p.push_back({"output_norm.weight", hf_model + "norm.weight", {d}, Kind::kNorm});
   p.back().hf_zero_centred = c.arch == Arch::kQwen35;
@@ -340,6 +345,7 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, const std::string& shap
   if (c.arch == Arch::kQwen35) add_qwen35_hparams(c, w);
   if (c.arch == Arch::kGranite) granite_to_gguf(c, w);
   if (c.arch == Arch::kPhi3) phi3_to_gguf(c, phi3_sliding_window(shape), w);
+  if (c.arch == Arch::kGemma3) gemma3_to_gguf(c, w);
 }
 
 // Last-token pooling reads the hidden state at the EOS every input ends with (Qwen3-Embedding:
@@ -370,7 +376,8 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
                         : o.shape == "granite-3.3-2b" ? 49159
                         : o.shape == "smollm3-3b" ? 128256
                         : o.shape == "phi-4-mini" ? 200064
-                        : o.shape == "phi-3.5-mini" ? 32064 : 0;
+                        : o.shape == "phi-3.5-mini" ? 32064
+                        : o.shape == "gemma-3-1b" ? 262144 : 0;
   if (vocab.paddable && vocab_size < real_rows) vocab_size = real_rows;
   pad_maker_vocab(vocab, vocab_size);
   // llama.cpp sets Phi-3's special-token attributes by general.name (containing "phi3" or "phi-3")

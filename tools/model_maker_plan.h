@@ -49,6 +49,8 @@ int64_t qwen35_gguf_index(const HfValueHeads& h, const engine::DeltaNetDims& dn,
 // tensor plan (Q/K rows permuted) under the family's config; layers > 0 overrides the count.
 engine::ModelConfig granite_shape_config(const std::string& shape, int layers);
 engine::ModelConfig smollm3_shape_config(const std::string& shape, int layers);
+// Gemma 3 ("tiny": 7 layers with a 64-position window, "gemma-3-1b"), GGUF only.
+engine::ModelConfig gemma3_shape_config(const std::string& shape, int layers);
 
 // Phi-3 ("tiny", "phi-4-mini", "phi-3.5-mini"), GGUF or HF: fused QKV and gate/up tensors per block,
 // LongRoPE factors in the config (rope_factors_long/short, written as tensors), the converter's

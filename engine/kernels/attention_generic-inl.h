@@ -9,11 +9,12 @@ void g_attend_causal(const AttentionArgs& a, float* __restrict scratch) {
   float* s = scratch + hd;   // [kAttentionKvBlock] scores of one block
   for (int t = 0; t < a.n_q; ++t) {
     const int n_pos = a.pos0 + t + 1;
+    const int first = a.window > 0 && n_pos > a.window ? n_pos - a.window : 0;  // sliding window
     for (int h = 0; h < a.group; ++h) {
       const float* q = a.q + t * a.ld + static_cast<int64_t>(h) * hd;
       float m = -INFINITY, l = 0.0f;
       for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
-      for (int j0 = 0; j0 < n_pos; j0 += static_cast<int>(kAttentionKvBlock)) {
+      for (int j0 = first; j0 < n_pos; j0 += static_cast<int>(kAttentionKvBlock)) {
         const int nb = n_pos - j0 < kAttentionKvBlock ? n_pos - j0 : static_cast<int>(kAttentionKvBlock);
         float bm = -INFINITY;
         for (int j = 0; j < nb; ++j) {

@@ -4,8 +4,10 @@
 // operations (no horizontal sums), and each K/V element, broadcast from the f32 copy of its block,
 // feeds every row of the pass. A pass walks K/V in blocks of kAttentionKvBlock positions: scores
 // -> new running max -> rescale of the sums so far -> p = exp(s - max) -> p . V. Only blocks that
-// reach past the pass's first row's position need the causal mask. A decode step's few rows take
-// the other layout (attn_few_rows below): positions across the lanes.
+// reach past the pass's first row's position need the causal mask. A sliding window (a.window > 0)
+// starts the walk at the first row's first position and masks, per lane, the positions before its
+// row's window in the blocks that hold some. A decode step's few rows take the other layout
+// (attn_few_rows below): positions across the lanes.
 //
 // Include inside the per-ISA anonymous namespace after defining `struct AttnSimd`:
 //   using V; W (lanes); kJT (K positions per score tile); kDT (head dims per p.V tile);
@@ -111,6 +113,11 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
   float* vf = kf + kAttnKb * hd;        // [kAttnKb][hd] the V block as f32
   float* p = vf + kAttnKb * hd;         // [kAttnKb][kAttnRows] scores, then probabilities
 
+  alignas(64) float neg_first[kAttnRows];  // -(first position in the row's window)
+  // Without a window every row sees position 0 in the first block, so max turns finite there; a
+  // window may mask a row's whole first blocks, so its max starts finite (exp(m_old - m_new) stays 1
+  // until a position counts, then ~0 against the sums of 0 so far).
+  const float m_init = a.window > 0 ? -3.0e38f : -INFINITY;  // finite, below any score
   // Padding lanes repeat the last row: finite values, never written out.
   for (int i = 0; i < kLanes; ++i) {
     const int r = r0 + (i < n_rows ? i : n_rows - 1);
@@ -118,7 +125,8 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
     const float* q = a.q + t * a.ld + static_cast<int64_t>(h) * hd;
     for (int d = 0; d < hd; ++d) qt[d * kAttnRows + i] = q[d] * a.scale;
     rowpos[i] = static_cast<float>(a.pos0 + t);
-    m[i] = -INFINITY;  // every row sees position 0 in the first block, so max turns finite there
+    neg_first[i] = -static_cast<float>(a.pos0 + t - a.window + 1);
+    m[i] = m_init;
     l[i] = 0.0f;
   }
   for (int d = 0; d < hd; ++d) {
@@ -126,8 +134,11 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
   }
   const int pos_first = a.pos0 + r0 / a.group;
   const int n_pos = a.pos0 + (r0 + n_rows - 1) / a.group + 1;
+  // Window: positions below start are outside every row's window; below low_end outside some.
+  const int start = a.window > 0 && pos_first - a.window + 1 > 0 ? pos_first - a.window + 1 : 0;
+  const int low_end = a.window > 0 ? n_pos - a.window : 0;
 
-  for (int j0 = 0; j0 < n_pos; j0 += kAttnKb) {
+  for (int j0 = start; j0 < n_pos; j0 += kAttnKb) {
     const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
     const float* kb = kv_block(a.k, a.kv, j0, nb, n_pos, hd, kf);
     const float* vb = kv_block(a.v, a.kv, j0, nb, n_pos, hd, vf);
@@ -138,13 +149,16 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
     for (; j < nb; ++j) attn_scores_tile<NV, 1>(qt, kb + j * hd, hd, p + j * kAttnRows);
 
     const bool masked = j0 + nb - 1 > pos_first;  // some row of the pass ends inside this block
+    const bool low = j0 < low_end;                 // some row's window starts after j0
     for (int v = 0; v < NV; ++v) {
       const int lane0 = v * AttnSimd::W;
       const V limit = AttnSimd::load(rowpos + lane0);
+      const V neg_lo = AttnSimd::load(neg_first + lane0);
       V bm = AttnSimd::set1(-INFINITY);
       for (int jj = 0; jj < nb; ++jj) {
         V s = AttnSimd::load(p + jj * kAttnRows + lane0);
         if (masked) s = AttnSimd::keep_le(s, AttnSimd::set1(static_cast<float>(j0 + jj)), limit, -INFINITY);
+        if (low) s = AttnSimd::keep_le(s, AttnSimd::set1(-static_cast<float>(j0 + jj)), neg_lo, -INFINITY);
         bm = AttnSimd::max(bm, s);
       }
       const V m_old = AttnSimd::load(m + lane0);
@@ -154,6 +168,7 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
       for (int jj = 0; jj < nb; ++jj) {
         V e = AttnSimd::exp(AttnSimd::sub(AttnSimd::load(p + jj * kAttnRows + lane0), m_new));
         if (masked) e = AttnSimd::keep_le(e, AttnSimd::set1(static_cast<float>(j0 + jj)), limit, 0.0f);
+        if (low) e = AttnSimd::keep_le(e, AttnSimd::set1(-static_cast<float>(j0 + jj)), neg_lo, 0.0f);
         AttnSimd::store(p + jj * kAttnRows + lane0, e);
         sum = AttnSimd::add(sum, e);
       }
@@ -235,7 +250,8 @@ void attn_few_rows(const AttentionArgs& a, int rows, float* __restrict scratch) 
   float* vf = kf + kAttnKb * hd;      // [kAttnKb][hd] the V block as f32
   float* p = vf + kAttnKb * hd;       // [kAttnKb] one row's scores, then probabilities
   float m[kFewRowsMax], l[kFewRowsMax];
-  int last[kFewRowsMax];  // the last position each row attends to
+  int last[kFewRowsMax];   // the last position each row attends to
+  int first[kFewRowsMax];  // the first (0 without a sliding window)
   for (int r = 0; r < rows; ++r) {
     const int t = r / a.group, h = r % a.group;
     const float* q = a.q + t * a.ld + static_cast<int64_t>(h) * hd;
@@ -246,40 +262,56 @@ void attn_few_rows(const AttentionArgs& a, int rows, float* __restrict scratch) 
     m[r] = -INFINITY;  // position 0 is in every row's first block, so m turns finite there
     l[r] = 0.0f;
     last[r] = a.pos0 + t;
+    first[r] = a.window > 0 && last[r] - a.window + 1 > 0 ? last[r] - a.window + 1 : 0;
   }
   const int n_pos = a.pos0 + a.n_q;
-  for (int j0 = 0; j0 < n_pos; j0 += kAttnKb) {
+  for (int j0 = first[0]; j0 < n_pos; j0 += kAttnKb) {
     const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
     const float* kb = kv_block(a.k, a.kv, j0, nb, n_pos, hd, kf);
     const float* vb = kv_block(a.v, a.kv, j0, nb, n_pos, hd, vf);
     for (int r = 0; r < rows; ++r) {
       if (j0 > last[r]) continue;  // a later token's positions (n_q > 1)
+      if (j0 + nb <= first[r]) continue;  // before the row's sliding window
       const int nv = last[r] - j0 + 1 < nb ? last[r] - j0 + 1 : nb;
+      // The window's first position in this block: whole vectors before it are skipped, lanes of
+      // the vector holding it masked (the block's first position counts unless the window starts later).
+      const int s0 = first[r] > j0 ? first[r] - j0 : 0, g0 = s0 / W * W;
       V bm = AttnSimd::set1(-INFINITY);
-      for (int g = 0; g < nv; g += W) {
-        const V s = nv - g >= W ? few_scores<true>(qs + r * hd, kb + g * hd, hd, W)
-                                : few_scores<false>(qs + r * hd, kb + g * hd, hd, nv - g);
+      for (int g = g0; g < nv; g += W) {
+        V s = nv - g >= W ? few_scores<true>(qs + r * hd, kb + g * hd, hd, W)
+                          : few_scores<false>(qs + r * hd, kb + g * hd, hd, nv - g);
+        if (g < s0) {
+          s = AttnSimd::keep_le(s, AttnSimd::sub(AttnSimd::zero(), AttnSimd::load(kLaneIndex)),
+                                AttnSimd::set1(static_cast<float>(g - s0)), -INFINITY);
+        }
         AttnSimd::store(p + g, s);
         bm = AttnSimd::max(bm, s);
       }
       const float bmax = AttnSimd::hmax(bm), m_new = m[r] > bmax ? m[r] : bmax;
       const float corr = std::exp(m[r] - m_new);  // 0 on the first block
       V sum = AttnSimd::zero();
-      for (int g = 0; g < nv; g += W) {
+      for (int g = g0; g < nv; g += W) {
         V e = AttnSimd::exp(AttnSimd::sub(AttnSimd::load(p + g), AttnSimd::set1(m_new)));
         e = AttnSimd::keep_le(e, AttnSimd::load(kLaneIndex), AttnSimd::set1(static_cast<float>(nv - g - 1)), 0.0f);
+        if (g < s0) {
+          e = AttnSimd::keep_le(e, AttnSimd::sub(AttnSimd::zero(), AttnSimd::load(kLaneIndex)),
+                                AttnSimd::set1(static_cast<float>(g - s0)), 0.0f);
+        }
         AttnSimd::store(p + g, e);
         sum = AttnSimd::add(sum, e);
       }
       l[r] = l[r] * corr + AttnSimd::hsum(sum);
       m[r] = m_new;
       float* o = ot + r * hd;
+      const float* pg = p + g0;
+      const float* vg = vb + static_cast<int64_t>(g0) * hd;
+      const int ng = nv - g0;
       int d = 0;
-      for (; d + 4 * W <= hd; d += 4 * W) few_pv<4>(p, vb + d, hd, nv, corr, o + d);
+      for (; d + 4 * W <= hd; d += 4 * W) few_pv<4>(pg, vg + d, hd, ng, corr, o + d);
       switch ((hd - d) / W) {
-        case 3: few_pv<3>(p, vb + d, hd, nv, corr, o + d); break;
-        case 2: few_pv<2>(p, vb + d, hd, nv, corr, o + d); break;
-        case 1: few_pv<1>(p, vb + d, hd, nv, corr, o + d); break;
+        case 3: few_pv<3>(pg, vg + d, hd, ng, corr, o + d); break;
+        case 2: few_pv<2>(pg, vg + d, hd, ng, corr, o + d); break;
+        case 1: few_pv<1>(pg, vg + d, hd, ng, corr, o + d); break;
         default: break;
       }
     }

@@ -23,7 +23,8 @@ using AttendFn = void (*)(const float* q, const void* k, const void* v, DType kv
                           float* __restrict out);
 
 // Causal attention of n_q consecutive query tokens sharing one KV head (one GQA group of `group`
-// query heads). Token t sits at position pos0 + t and attends over cached positions [0, pos0 + t];
+// query heads). Token t sits at position pos0 + t and attends over cached positions [0, pos0 + t]
+// (window > 0: only (pos0 + t - window, pos0 + t], llama.cpp's LLAMA_SWA_TYPE_STANDARD mask);
 // its head h reads q[t * ld + h * head_dim ..] and writes out[t * ld + h * head_dim ..].
 // k, v: [>= pos0 + n_q][head_dim] of type kv (F32 or F16), the KvCache block of that head.
 struct AttentionArgs {
@@ -38,6 +39,7 @@ struct AttentionArgs {
   int group = 1;
   int head_dim = 0;
   float scale = 1.0f;
+  int window = 0;  // > 0: a sliding window of that many positions (Gemma 3's local layers)
 };
 
 // Scratch one attend_causal call needs, in floats (an upper bound for every ISA's table).
@@ -114,6 +116,8 @@ struct KernelTable {
   // max(x) + log(sum(exp(x - max(x)))) over x[0..n): the log-softmax normaliser of a logit row.
   float (*log_sum_exp)(const float* x, int n) = nullptr;
   void (*silu_mul)(const float* gate, const float* up, int n, float* out) = nullptr;
+  // out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU, as ref::gelu_mul); out may alias gate.
+  void (*gelu_mul)(const float* gate, const float* up, int n, float* out) = nullptr;
   void (*add)(const float* a, const float* b, int n, float* out) = nullptr;  // out may alias a
   AttendFn attend_head = nullptr;
   // Blocked causal attention with an online softmax (flash-attention style): every K/V row is read

@@ -661,6 +661,18 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
   }
 }
 
+// out = gelu_tanh(gate) * up as g / (1 + e^(-2u)), u = sqrt(2/pi) (g + 0.044715 g^3) (g_gelu_mul).
+void gelu_mul(const float* gate, const float* up, int n, float* out) {
+  const __m512 one = _mm512_set1_ps(1.0f), k2c = _mm512_set1_ps(-2.0f * 0.7978845608028654f), ka = _mm512_set1_ps(0.044715f);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(ka, g), _mm512_mul_ps(g, g), g);
+    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, exp512(_mm512_mul_ps(k2c, inner))));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
 // ---- attention over an F32/F16 KV cache ----------------------------------------------------------
 
 inline __m512 load_kv(const void* base, DType kv, int64_t i, __mmask16 m) {
@@ -786,6 +798,7 @@ const KernelTable& avx512_kernel_table() {
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;
+    t.gelu_mul = gelu_mul;
     t.attend_head = attend_head;
     t.attend_causal = attend_causal;
     t.store_kv = store_kv;

@@ -71,6 +71,16 @@ void g_silu_mul(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+// gelu_tanh(g) = 0.5 g (1 + tanh(u)) = g / (1 + exp(-2u)), u = sqrt(2/pi) (g + 0.044715 g^3):
+// one exp, as the SIMD versions compute it.
+void g_gelu_mul(const float* gate, const float* up, int n, float* out) {
+  constexpr float kC = 0.7978845608028654f, kA = 0.044715f;
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-2.0f * kC * (g + kA * g * g * g))) * up[i];
+  }
+}
+
 void g_add(const float* a, const float* b, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
@@ -237,6 +247,7 @@ KernelTable g_table(Isa isa) {
   t.softmax = g_softmax;
   t.log_sum_exp = g_log_sum_exp;
   t.silu_mul = g_silu_mul;
+  t.gelu_mul = g_gelu_mul;
   t.add = g_add;
   t.attend_head = g_attend_head;
   t.attend_causal = g_attend_causal;

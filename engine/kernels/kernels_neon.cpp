@@ -225,6 +225,19 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+// out = gelu_tanh(gate) * up as g / (1 + e^(-2u)), u = sqrt(2/pi) (g + 0.044715 g^3) (g_gelu_mul).
+void gelu_mul(const float* gate, const float* up, int n, float* out) {
+  const float32x4_t k2c = vdupq_n_f32(-2.0f * 0.7978845608028654f), ka = vdupq_n_f32(0.044715f);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t g = vld1q_f32(gate + i);
+    const float32x4_t inner = vfmaq_f32(g, vmulq_f32(ka, g), vmulq_f32(g, g));
+    const float32x4_t s = vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), exp4(vmulq_f32(k2c, inner))));
+    vst1q_f32(out + i, vmulq_f32(s, vld1q_f32(up + i)));
+  }
+  g_gelu_mul(gate + i, up + i, n - i, out + i);
+}
+
 // ---- attention and the KV cache -------------------------------------------------------------------
 
 inline float32x4_t load_kv(const void* base, DType kv, int64_t i) {
@@ -319,6 +332,7 @@ const KernelTable& neon_kernel_table() {
     t.softmax = softmax;
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;
+    t.gelu_mul = gelu_mul;
     t.attend_head = attend_head;
     t.attend_causal = attend_causal;
     t.store_kv = store_kv;

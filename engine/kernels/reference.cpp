@@ -227,6 +227,14 @@ float log_sum_exp(const float* x, int n) {
   return static_cast<float>(mx + std::log(sum));
 }
 
+void gelu_mul(const float* gate, const float* up, int n, float* out) {
+  for (int i = 0; i < n; ++i) {
+    const double g = gate[i];
+    const double u = std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g);
+    out[i] = static_cast<float>(0.5 * g * (1.0 + std::tanh(u)) * up[i]);
+  }
+}
+
 void silu_mul(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
@@ -279,10 +287,15 @@ void attend_head(const float* q, const void* k, const void* v, DType kv, int n_p
 
 void attend_causal(const AttentionArgs& a) {
   std::vector<float> scores(static_cast<size_t>(a.pos0 + a.n_q));
+  const int64_t row_bytes = static_cast<int64_t>(a.head_dim) * (a.kv == DType::kF16 ? 2 : 4);
   for (int t = 0; t < a.n_q; ++t) {
+    const int p = a.pos0 + t;
+    const int first = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;  // keys (p - window, p]
+    const auto* k = static_cast<const uint8_t*>(a.k) + first * row_bytes;
+    const auto* v = static_cast<const uint8_t*>(a.v) + first * row_bytes;
     for (int h = 0; h < a.group; ++h) {
       const int64_t off = t * a.ld + static_cast<int64_t>(h) * a.head_dim;
-      attend_head(a.q + off, a.k, a.v, a.kv, a.pos0 + t + 1, a.head_dim, a.scale, scores.data(), a.out + off);
+      attend_head(a.q + off, k, v, a.kv, p - first + 1, a.head_dim, a.scale, scores.data(), a.out + off);
     }
   }
 }

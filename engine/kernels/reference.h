@@ -45,6 +45,10 @@ float log_sum_exp(const float* x, int n);
 // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
 void silu_mul(const float* gate, const float* up, int n, float* out);
 
+// out[i] = gelu(gate[i]) * up[i] with the tanh approximation (GeGLU: Gemma's
+// gelu_pytorch_tanh, ggml's gelu): gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+void gelu_mul(const float* gate, const float* up, int n, float* out);
+
 // out[i] = a[i] + b[i]; out may alias a.
 void add(const float* a, const float* b, int n, float* out);
 
@@ -60,7 +64,8 @@ void attend_head(const float* q, const void* k, const void* v, DType kv, int n_p
                  float scale, float* __restrict scores, float* __restrict out);
 
 // Same contract as KernelTable::attend_causal: every (token t, head h) row is attend_head over
-// positions [0, pos0 + t] of the group's K/V (two-pass softmax, double accumulators).
+// positions [0, pos0 + t] of the group's K/V (window > 0: the last `window` of them; two-pass
+// softmax, double accumulators).
 void attend_causal(const AttentionArgs& a);
 
 // KernelTable::delta_rule, step by step as the spec writes it (decay, predict, correct, write,

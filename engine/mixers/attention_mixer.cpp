@@ -90,7 +90,7 @@ void AttentionMixer::attend(const LayerBatch& b) {
       float* kr = a.k.data() + static_cast<int64_t>(t) * kv_dim;
       const float* vr = a.v.data() + static_cast<int64_t>(t) * kv_dim;
       if (rope) {  // NoPE layers (SmolLM3's every 4th) attend without positions
-        const float* cs = a.rope_cs(t, pos);
+        const float* cs = a.rope_cs(t, pos, cfg_.swa(b.layer));
         k_.rope(q, n_heads, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
         k_.rope(kr, n_kv, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
       }
@@ -136,6 +136,7 @@ void AttentionMixer::attend(const LayerBatch& b) {
       args.group = group;
       args.head_dim = hd;
       args.scale = scale;
+      args.window = cfg_.window(b.layer);  // Gemma 3's local layers
       k_.attend_causal(args, scratch);
     }
   };

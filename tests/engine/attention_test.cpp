@@ -26,12 +26,13 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale) {
 
 struct Shape {
   int n_q, pos0, group, head_dim;
+  int window = 0;  // > 0: sliding window (Gemma 3's local layers)
 };
 
 std::string describe(const Shape& s, DType kv, Isa isa) {
   return std::string("attend_causal [") + isa_name(isa) + "] " + dtype_name(kv) + " n_q=" + std::to_string(s.n_q) +
          " pos0=" + std::to_string(s.pos0) + " group=" + std::to_string(s.group) +
-         " hd=" + std::to_string(s.head_dim);
+         " hd=" + std::to_string(s.head_dim) + " window=" + std::to_string(s.window);
 }
 
 // Runs one call on the second of two KV groups (so the head offset within a token row is exercised)
@@ -59,6 +60,7 @@ void check(const KernelTable& k, const Shape& s, DType kv, float score_scale) {
   a.group = s.group;
   a.head_dim = hd;
   a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.window = s.window;
 
   std::vector<float> expected(q.size(), kCanary), actual(q.size(), kCanary);
   a.out = expected.data() + off;
@@ -129,6 +131,43 @@ TEST_P(AttentionTest, DeepCacheMatchesReference) {
   // The engine's last 512-token prefill chunk of a 2048-token prompt (Qwen2.5-0.5B: 7 heads per KV
   // head), cut to its last 64 tokens to keep the reference quick.
   for (DType kv : {DType::kF32, DType::kF16}) check(k(), {64, 1984, 7, 64}, kv, 2.0f);
+}
+
+TEST_P(AttentionTest, SlidingWindowMatchesReference) {
+  // Windows shorter than, equal to and longer than the K/V block and the query span, with rows
+  // whose windows start inside, at the edge of and past the pass's first blocks (prefill, decode,
+  // few rows); window 1 attends to the token itself only.
+  const Shape shapes[] = {{70, 0, 1, 64, 16},  {70, 33, 2, 64, 64},  {40, 100, 7, 128, 5}, {64, 0, 1, 128, 1},
+                          {1, 200, 2, 64, 64}, {1, 63, 7, 128, 64},  {1, 64, 1, 64, 64},   {1, 1000, 1, 128, 33},
+                          {4, 90, 2, 64, 20},  {8, 60, 1, 128, 7},   {3, 94, 1, 64, 40},   {20, 57, 7, 128, 512},
+                          {11, 30, 7, 20, 9}};
+  for (DType kv : {DType::kF32, DType::kF16}) {
+    for (const Shape& s : shapes) check(k(), s, kv, 2.0f);
+  }
+}
+
+// The reference's window convention is llama.cpp's (is_masked_swa: a key at j is masked for the
+// query at p when p - j >= window): a query sees exactly `window` positions, itself included. With
+// V rows that are one-hot in the position, the output is the attention weights, so the boundary
+// positions are checked directly.
+TEST(AttentionWindow, ReferenceSeesExactlyTheLastWindowPositions) {
+  const int hd = 64, window = 8, pos = 20, n_pos = pos + 1;
+  std::vector<float> q(hd, 0.0f), k(static_cast<size_t>(n_pos) * hd, 0.0f), v(static_cast<size_t>(n_pos) * hd, 0.0f);
+  for (int j = 0; j < n_pos; ++j) v[static_cast<size_t>(j) * hd + j] = 1.0f;  // equal scores: uniform weights
+  std::vector<float> out(hd);
+  AttentionArgs a;
+  a.q = q.data(), a.out = out.data(), a.ld = hd, a.k = k.data(), a.v = v.data(), a.kv = DType::kF32;
+  a.n_q = 1, a.pos0 = pos, a.group = 1, a.head_dim = hd, a.window = window;
+  ref::attend_causal(a);
+  EXPECT_EQ(out[pos - window], 0.0f) << "position p - window is outside the window";
+  EXPECT_NEAR(out[pos - window + 1], 1.0f / window, 1e-6f) << "position p - window + 1 is inside";
+  EXPECT_NEAR(out[pos], 1.0f / window, 1e-6f);
+  for (Isa isa : supported_isas()) {
+    std::vector<float> got(hd), scratch(static_cast<size_t>(attention_scratch_floats(hd)));
+    a.out = got.data();
+    kernel_table(isa)->attend_causal(a, scratch.data());
+    for (int j = 0; j < n_pos; ++j) EXPECT_NEAR(got[j], out[j], 1e-6f) << isa_name(isa) << " position " << j;
+  }
 }
 
 TEST(AttentionTable, EveryIsaHasTheKernel) {

@@ -270,6 +270,13 @@ TEST_P(KernelsTest, ElementwiseMatchReference) {
     k().silu_mul(x.data(), y.data(), n, a.data());
     expect_close(tag("silu_mul"), e.data(), a.data(), n, 1e-6f, 1e-5f);
 
+    ref::gelu_mul(x.data(), y.data(), n, e.data());
+    k().gelu_mul(x.data(), y.data(), n, a.data());
+    expect_close(tag("gelu_mul"), e.data(), a.data(), n, 1e-6f, 1e-5f);
+    a = x;  // out aliases gate, as the FFN calls it
+    k().gelu_mul(a.data(), y.data(), n, a.data());
+    expect_close(tag("gelu_mul in place"), e.data(), a.data(), n, 1e-6f, 1e-5f);
+
     ref::add(x.data(), y.data(), n, e.data());
     a = x;
     k().add(a.data(), y.data(), n, a.data());
@@ -292,6 +299,9 @@ TEST_P(KernelsTest, ExpKernelsWideRange) {
     ref::silu_mul(x.data(), up.data(), n, e.data());
     k().silu_mul(x.data(), up.data(), n, a.data());
     expect_close(tag("silu_mul wide"), e.data(), a.data(), n, 1e-6f, 2e-6f);
+    ref::gelu_mul(x.data(), up.data(), n, e.data());
+    k().gelu_mul(x.data(), up.data(), n, a.data());
+    expect_close(tag("gelu_mul wide"), e.data(), a.data(), n, 1e-6f, 2e-6f);
   }
 }
 

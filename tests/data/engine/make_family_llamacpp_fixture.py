@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Records llama.cpp's outputs on random tiny models of one family made by `anelm make-model`, as the
 fixture tests/engine/<arch>_llamacpp_test.cpp holds anelm against (granite_tiny_llamacpp.json,
-smollm3_tiny_llamacpp.json, phi3_tiny_llamacpp.json). Needs the peer kit (shared/peers/bin) and a built
-anelm.
+smollm3_tiny_llamacpp.json, phi3_tiny_llamacpp.json, gemma3_tiny_llamacpp.json: its 64-position
+sliding window is crossed by the 'mid' and 'long' prompts). Needs the peer kit (shared/peers/bin) and a
+built anelm.
 
   python3 tests/data/engine/make_family_llamacpp_fixture.py --arch granite --anelm build/anelm \\
       --peers ../shared/peers/bin --out tests/data/engine/granite_tiny_llamacpp.json
@@ -65,18 +66,19 @@ def teacher_forced(peers, model, prompt, gen, fa):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--arch", required=True, choices=["granite", "smollm3", "phi3"])
+    ap.add_argument("--arch", required=True, choices=["granite", "smollm3", "phi3", "gemma3"])
     ap.add_argument("--anelm", default="build/anelm")
     ap.add_argument("--peers", default="../shared/peers/bin")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=SEED, help="weight seed (the gemma3 fixture: 13, whose f32 paths have wider near ties than 7)")
     a = ap.parse_args()
     fx = {
         "_comment": f"llama.cpp v0.5.0 (shared/peers) on `anelm make-model --arch {a.arch} --shape tiny --dtype "
-                    f"{{f32,f16,q8_0}} --seed {SEED}` (synthetic 512-token vocab): llamacpp-generate --prompt-ids ... "
+                    f"{{f32,f16,q8_0}} --seed {a.seed}` (synthetic 512-token vocab): llamacpp-generate --prompt-ids ... "
                     f"--n {N} --threads 2 (greedy, flash attention auto). Made by "
-                    f"`python3 tests/data/engine/make_family_llamacpp_fixture.py --arch {a.arch} --out <this file>`. "
+                    f"`python3 tests/data/engine/make_family_llamacpp_fixture.py --arch {a.arch} --seed {a.seed} --out <this file>`. "
                     "The 'long' prompt is ids (i*mul+add) % mod for i in 1..count.",
-        "seed": SEED,
+        "seed": a.seed,
         "prompts": PROMPTS,
         "llamacpp_ctx": {},
         "generated": {},
@@ -91,7 +93,7 @@ def main():
         for t in ["f32", "f16", "q8_0"]:
             model = os.path.join(tmp, f"{a.arch}-{t}.gguf")
             subprocess.run([a.anelm, "make-model", "--arch", a.arch, "--shape", "tiny", "--dtype", t,
-                            "--seed", str(SEED), "--out", model], check=True, capture_output=True)
+                            "--seed", str(a.seed), "--out", model], check=True, capture_output=True)
             fx["generated"][t] = {}
             for name, p in PROMPTS.items():
                 prompt = ids_of(p)
