@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side anelm vs llama.cpp on the same GGUF: interleaved rounds, per-round ratios, one JSON document.
 
-Usage: bench/compare_llamacpp.py [--anelm build/anelm] [--shape qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b|qwen3.5-0.8b]
+Usage: bench/compare_llamacpp.py [--anelm build/anelm] [--shape qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b|qwen3.5-0.8b|
+       gemma-3-1b|phi-4-mini|...]
        [--dtypes f16,q8_0,Q4_K_M,Q6_K] [--rounds 3] [--prompt-tokens 128] [--gen-tokens 64] [--threads 2]
        [--models-dir /tmp/anelm-bench]
 
@@ -24,7 +25,8 @@ def run_json(cmd):
 
 
 ARCH = {"qwen2.5-0.5b": "qwen2", "qwen3-0.6b": "qwen3", "llama-3.2-1b": "llama", "qwen3.5-0.8b": "qwen35",
-        "qwen3.5-2b": "qwen35"}
+        "qwen3.5-2b": "qwen35", "gemma-3-1b": "gemma3", "phi-4-mini": "phi3", "phi-3.5-mini": "phi3",
+        "granite-3.3-2b": "granite", "smollm3-3b": "smollm3"}
 
 
 def ensure_model(anelm, shape, dtype, models_dir):

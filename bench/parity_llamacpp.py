@@ -40,6 +40,8 @@ MODELS = [
     ("qwen35", "qwen3.5-tiny", None, ["F16", "Q8_0-draw"]),  # the test fixture's shape: a quick check of this script
     ("qwen35", "qwen3.5-0.8b", None, ["F16", "Q8_0-draw", "Q8_0", "Q4_K_M"]),
     ("qwen35", "qwen3.5-4b", None, ["Q8_0-draw"]),
+    ("gemma3", "gemma-3-1b", "qwen2.5-0.5b-instruct", ["F16", "Q8_0", "Q4_K_M"]),
+    ("phi3", "phi-4-mini", "qwen2.5-0.5b-instruct", ["F16", "Q8_0", "Q4_K_M"]),
 ]
 PROMPTS = ["Once upon a time", "The capital of France is", "def fibonacci(n):"]
 # Qwen3.5: a text, the real template's thinking turn (its special ids in the generator's vocab) and
@@ -231,7 +233,7 @@ def main():
     ap.add_argument("--logits-top", type=int, default=8, help="teacher-forced top-k per step, both engines")
     ap.add_argument("--save-cases", default="", help="directory for each (file, prompt)'s ids and every engine's teacher-forced top-k")
     ap.add_argument("--more-prompts", type=int, default=0,
-                    help="Qwen3.5: this many further id prompts (20 to ~600 tokens), for a larger teacher-forced sample")
+                    help="this many further id prompts (20 + 67 j tokens: the 9th crosses a 512-position window), for a larger teacher-forced sample")
     ap.add_argument("--out", default="", help="also write the JSON report here after every file (a long run keeps what it has)")
     a = ap.parse_args()
     with open(RULES) as f:
@@ -244,7 +246,7 @@ def main():
     report = {"tool": "anelm-parity-llamacpp", "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "command": " ".join(sys.argv), "llama_cpp": peer_version(), "anelm_commit": git_head(),
               "threads": a.threads, "layers": a.layers or None, "gen_tokens": a.gen_tokens,
-              "prompts": {"default": PROMPTS,
+              "prompts": {"default": [prompt_name(p) for p in PROMPTS + more_prompts(a.more_prompts)],
                           "qwen35": [prompt_name(p) for p in QWEN35_PROMPTS + more_prompts(a.more_prompts)]},
               "rules": rules, "models": []}
     for arch, shape, tokenizer, types in MODELS:
@@ -252,7 +254,7 @@ def main():
         if not types:
             continue
         paths = ensure_models(a, arch, shape, tokenizer, types)
-        prompts = QWEN35_PROMPTS + more_prompts(a.more_prompts) if arch == "qwen35" else PROMPTS
+        prompts = (QWEN35_PROMPTS if arch == "qwen35" else PROMPTS) + more_prompts(a.more_prompts)
         for t in types:
             log(f"{shape} {t}")
             per = [compare_prompt(a, rules, paths[t], p) for p in prompts]

@@ -26,7 +26,7 @@ int common_prefix(std::span<const int> a, std::span<const int> b) {
 
 // One slot: its cache and buffers (allocated once) and the request it runs, if any.
 struct Generator::Sequence {
-  Sequence(const ModelConfig& cfg, int ctx, DType kv_type) : kv(cfg, ctx, kv_type) {
+  Sequence(const ModelConfig& cfg, int ctx, DType kv_type, int max_batch) : kv(cfg, ctx, kv_type, max_batch) {
     cached.reserve(static_cast<size_t>(ctx));
     history.reserve(static_cast<size_t>(ctx));
     step.top.reserve(64);
@@ -60,17 +60,25 @@ struct Generator::Sequence {
   Clock::time_point t_start, t_decode;
 };
 
-Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads,
-                     int64_t prompt_cache_bytes, int n_seqs)
-    : tf_(tf), cfg_(tf.config()), ctx_(ctx),
-      pcache_(KvCache(tf.config(), 1, kv_type), cfg_.n_layers, cfg_.n_kv_heads, prompt_cache_bytes),
-      acts_(tf.config(), max_batch, ctx, n_threads) {
+// The slots, each with its KV cache (a pass writes at most max_batch tokens of one sequence, which
+// sizes the windowed layers' rings).
+std::vector<std::unique_ptr<Generator::Sequence>> Generator::make_slots(const ModelConfig& cfg, int ctx, int max_batch,
+                                                                        DType kv_type, int n_seqs) {
   if (n_seqs < 1 || n_seqs > max_batch) {
     invalid("parallel sequences must be in [1, " + std::to_string(max_batch) + "] (the batch size), got " +
             std::to_string(n_seqs));
   }
-  check_kv_fits(cfg_, ctx, kv_type, n_seqs);  // all slots, before the first is allocated
-  for (int i = 0; i < n_seqs; ++i) seqs_.push_back(std::make_unique<Sequence>(cfg_, ctx, kv_type));
+  check_kv_fits(cfg, ctx, kv_type, n_seqs, max_batch);  // all slots, before the first is allocated
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < n_seqs; ++i) seqs.push_back(std::make_unique<Sequence>(cfg, ctx, kv_type, max_batch));
+  return seqs;
+}
+
+Generator::Generator(Transformer& tf, int ctx, int max_batch, DType kv_type, int n_threads,
+                     int64_t prompt_cache_bytes, int n_seqs)
+    : tf_(tf), cfg_(tf.config()), ctx_(ctx), seqs_(make_slots(cfg_, ctx, max_batch, kv_type, n_seqs)),
+      pcache_(seqs_.front()->kv, cfg_.n_layers, cfg_.n_kv_heads, prompt_cache_bytes),
+      acts_(tf.config(), max_batch, ctx, n_threads) {
   const auto slots = static_cast<size_t>(n_seqs);
   tokens_.reserve(static_cast<size_t>(max_batch));
   rows_.reserve(slots);
@@ -127,13 +135,15 @@ int Generator::reuse_prefix(Sequence& s, std::span<const int> prompt) {
   const int common = common_prefix(s.cached, prompt);
   if (cfg_.recurrent()) return reuse_checkpoint(s, prompt, common);
   int reuse = std::min(common, n_prompt - 1);
+  // A windowed layer's ring may have moved past the window before `reuse`: then start over.
+  if (!s.kv.can_resume(reuse, static_cast<int>(s.cached.size()))) reuse = 0;
   if (pcache_.enabled()) {
     if (common < static_cast<int>(s.cached.size()) && static_cast<int>(s.cached.size()) >= kMinCachedPrefix) {
       pcache_.store(s.cached, s.kv);
     }
     const PromptCache::Hit hit = pcache_.lookup(prompt);
     const int from_cache = std::min(hit.tokens, n_prompt - 1);
-    if (from_cache > reuse && from_cache >= std::min(kMinCachedPrefix, n_prompt - 1)) {
+    if (from_cache > reuse && from_cache >= std::min(kMinCachedPrefix, n_prompt - 1) && pcache_.serves(hit, from_cache)) {
       pcache_.restore(hit, reuse, from_cache, s.kv);  // rows [0, reuse) are already the same prefix
       reuse = from_cache;
     }
@@ -365,6 +375,10 @@ std::span<const float> Generator::forward(std::span<const int> tokens, int start
     invalid("forward: start_pos " + std::to_string(start_pos) + " would cut back the recurrent state of " +
             std::to_string(s.kv.recurrent_pos()) + " tokens (" + arch_name(cfg_.arch) + "): use 0 or " +
             std::to_string(s.kv.recurrent_pos()));
+  }
+  if (!s.kv.can_resume(start_pos, static_cast<int>(s.cached.size()))) {
+    invalid("forward: start_pos " + std::to_string(start_pos) + " is before the window that the sliding-window "
+            "layers still hold after " + std::to_string(s.cached.size()) + " tokens: use 0 or a later position");
   }
   s.cached.resize(static_cast<size_t>(start_pos));
   float* out = nullptr;

@@ -72,6 +72,8 @@ class Generator {
   struct Sequence;
   using Clock = std::chrono::steady_clock;
 
+  static std::vector<std::unique_ptr<Sequence>> make_slots(const ModelConfig& cfg, int ctx, int max_batch,
+                                                           DType kv_type, int n_seqs);
   Sequence* choose_slot(std::span<const int> prompt);
   int reuse_prefix(Sequence& s, std::span<const int> prompt);
   int reuse_checkpoint(Sequence& s, std::span<const int> prompt, int common);

@@ -16,18 +16,34 @@ int64_t recurrent_state_floats(const ModelConfig& cfg) {
   return static_cast<int64_t>(cfg.n_layers - cfg.n_attention_layers()) * per_layer;
 }
 
+// Rows per kv head of `layer`'s block: ctx, or 2R for a ring (KvCache's layout).
+int64_t layer_rows(const ModelConfig& cfg, int layer, int ctx, int max_batch) {
+  const int r = kv_ring_positions(cfg, layer, ctx, max_batch);
+  return r > 0 ? 2 * static_cast<int64_t>(r) : ctx;
+}
+
 }  // namespace
 
-int64_t check_kv_fits(const ModelConfig& cfg, int ctx, DType dtype, int n) {
+int kv_ring_positions(const ModelConfig& cfg, int layer, int ctx, int max_batch) {
+  const int w = cfg.window(layer);
+  if (w <= 0 || max_batch <= 0 || cfg.mixer(layer) != Mixer::kAttention) return 0;
+  const int64_t r = static_cast<int64_t>(w) + max_batch - 1;
+  return 2 * r < ctx ? static_cast<int>(r) : 0;
+}
+
+int64_t check_kv_fits(const ModelConfig& cfg, int ctx, DType dtype, int n, int max_batch) {
   const int64_t row_bytes = static_cast<int64_t>(cfg.head_dim) * (dtype == DType::kF16 ? 2 : 4);
-  // K and V: 2 x n x attention layers x n_kv_heads x ctx x row_bytes, with every product checked,
-  // plus the recurrent layers' state (bounded by validate()).
+  // K and V: 2 x n x n_kv_heads x (rows of every attention layer: ctx, or a ring's 2R) x row_bytes,
+  // with every product checked, plus the recurrent layers' state (bounded by validate()).
   const int kv_layers = cfg.n_attention_layers();
+  int64_t rows = 0;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    if (cfg.mixer(l) == Mixer::kAttention) rows += layer_rows(cfg, l, ctx, max_batch);
+  }
   const int64_t rec = recurrent_state_floats(cfg) * 4;
   int64_t one = 0, all = 0;
-  const bool overflow = kv_layers < 0 || cfg.n_kv_heads < 0 || row_bytes < 0 || n < 1 ||
-                        __builtin_mul_overflow(static_cast<int64_t>(kv_layers), cfg.n_kv_heads, &one) ||
-                        __builtin_mul_overflow(one, static_cast<int64_t>(ctx), &one) ||
+  const bool overflow = kv_layers < 0 || cfg.n_kv_heads < 0 || row_bytes < 0 || n < 1 || ctx < 0 ||
+                        __builtin_mul_overflow(rows, static_cast<int64_t>(cfg.n_kv_heads), &one) ||
                         __builtin_mul_overflow(one, row_bytes, &one) || __builtin_mul_overflow(one, 2, &one) || __builtin_add_overflow(one, rec, &one) ||
                         __builtin_mul_overflow(one, static_cast<int64_t>(n), &all);
   const std::string what = "not enough memory for the KV cache: ";
@@ -47,7 +63,7 @@ int64_t check_kv_fits(const ModelConfig& cfg, int ctx, DType dtype, int n) {
   return one;
 }
 
-KvCache::KvCache(const ModelConfig& cfg, int ctx, DType dtype)
+KvCache::KvCache(const ModelConfig& cfg, int ctx, DType dtype, int max_batch)
     : ctx_(ctx), n_kv_heads_(cfg.n_kv_heads), dtype_(dtype) {
   if (dtype != DType::kF32 && dtype != DType::kF16) {
     throw Error(ErrorKind::kUnsupported, std::string("KV cache dtype must be f32 or f16, got ") + dtype_name(dtype));
@@ -55,15 +71,26 @@ KvCache::KvCache(const ModelConfig& cfg, int ctx, DType dtype)
   if (ctx <= 0) throw Error(ErrorKind::kInvalidArgument, "KV cache ctx must be > 0, got " + std::to_string(ctx));
   row_bytes_ = static_cast<int64_t>(cfg.head_dim) * (dtype == DType::kF16 ? 2 : 4);
   const int64_t rec = recurrent_state_floats(cfg);
-  const int64_t both = check_kv_fits(cfg, ctx, dtype, 1) - rec * 4;
-  slot_.assign(static_cast<size_t>(cfg.n_layers), -1);
-  rec_off_.assign(static_cast<size_t>(cfg.n_layers), -1);
+  const int64_t both = check_kv_fits(cfg, ctx, dtype, 1, max_batch) - rec * 4;
+  const auto n_layers = static_cast<size_t>(cfg.n_layers);
+  slot_.assign(n_layers, -1);
+  rec_off_.assign(n_layers, -1);
+  ring_.assign(n_layers, 0);
+  window_.assign(n_layers, 0);
+  rows_.assign(n_layers, 0);
+  off_.assign(n_layers, 0);
   conv_floats_ = cfg.deltanet.conv_state_floats();
   int kv = 0;
-  int64_t off = 0;
+  int64_t off = 0, kv_off = 0;
   for (int l = 0; l < cfg.n_layers; ++l) {
+    const auto i = static_cast<size_t>(l);
     if (cfg.mixer(l) == Mixer::kAttention) {
-      slot_[static_cast<size_t>(l)] = kv++;
+      slot_[i] = kv++;
+      ring_[i] = kv_ring_positions(cfg, l, ctx, max_batch);
+      window_[i] = cfg.window(l);
+      rows_[i] = layer_rows(cfg, l, ctx, max_batch);
+      off_[i] = kv_off;
+      kv_off += rows_[i] * n_kv_heads_ * row_bytes_;
     } else {
       rec_off_[static_cast<size_t>(l)] = off;
       off += conv_floats_ + cfg.deltanet.delta_state_floats();
@@ -81,6 +108,13 @@ KvCache::KvCache(const ModelConfig& cfg, int ctx, DType dtype)
   }
 }
 
+bool KvCache::can_resume(int prefix, int held) const {
+  for (size_t l = 0; l < ring_.size(); ++l) {
+    if (!ring_holds_window(prefix, held, ring_[l], window_[l])) return false;
+  }
+  return true;
+}
+
 KvCache KvCache::copy() const {
   KvCache c;
   c.ctx_ = ctx_;
@@ -90,6 +124,10 @@ KvCache KvCache::copy() const {
   c.k_ = k_;
   c.v_ = v_;
   c.slot_ = slot_;
+  c.ring_ = ring_;
+  c.window_ = window_;
+  c.rows_ = rows_;
+  c.off_ = off_;
   c.rec_off_ = rec_off_;
   c.conv_floats_ = conv_floats_;
   c.rec_ = rec_;

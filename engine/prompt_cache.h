@@ -7,6 +7,10 @@
 // usable only by a prompt that starts with all of them. The generator takes checkpoints every
 // kCheckpointEvery tokens of a sequence (see generator.h); shorter checkpoints are not superseded by
 // longer ones.
+//
+// Sliding-window layers with a ring (KvCache) keep only their last R positions, and so does an entry
+// of them: it serves a prefix only when it still holds the window before that prefix's end
+// (ring_holds_window), i.e. a prompt that leaves the entry at most R - window + 1 tokens before its end.
 #pragma once
 
 #include <cstdint>
@@ -44,18 +48,21 @@ class PromptCache {
 
   bool enabled() const { return stats_.budget_bytes > 0; }
   const Stats& stats() const { return stats_; }
-  // Bytes an entry of `n_tokens` would take: K and V rows of every attention layer and kv head, the
-  // recurrent state (if any), plus the ids.
+  // Bytes an entry of `n_tokens` would take: K and V rows of every attention layer and kv head (a
+  // ring's last ones only), the recurrent state (if any), plus the ids.
   int64_t entry_bytes(int n_tokens) const;
 
-  // The entry sharing the longest prefix with `prompt` (marks it most recently used); tokens 0
-  // when none shares a token. Recurrent: the longest entry that `prompt` starts with entirely.
+  // The entry sharing the longest prefix with `prompt` that can serve it (marks it most recently
+  // used); tokens 0 when none does. Recurrent: the longest entry that `prompt` starts with entirely.
   Hit lookup(std::span<const int> prompt);
+  // Whether the hit's entry can serve the prefix [0, to), to <= hit.tokens (rings: the window before
+  // `to` is still in the entry; recurrent: to == hit.tokens).
+  bool serves(const Hit& hit, int to) const;
 
   // Copies positions [from, to) of the hit's entry into `kv` (which must have this cache's layout):
-  // n_layers x n_kv_heads memcpys of (to - from) rows for K and for V. Requires to <= hit.tokens.
-  // Rows below `from` are left alone: the caller passes the prefix its active KV already holds.
-  // Recurrent: to must be hit.tokens, and the entry's state replaces kv's.
+  // n_layers x n_kv_heads memcpys of (to - from) rows for K and for V. Requires serves(hit, to).
+  // Rows below `from` are left alone: the caller passes the prefix its active KV already holds. A
+  // ring gets the window before `to`, whatever `from`. Recurrent: the entry's state replaces kv's.
   void restore(const Hit& hit, int from, int to, KvCache& kv);
 
   // Snapshots positions [0, tokens.size()) of `kv`, whose rows must hold exactly those ids.
@@ -66,15 +73,22 @@ class PromptCache {
 
   struct Entry {
     std::vector<int> tokens;
-    std::vector<uint8_t> k, v;  // [attention layers][n_kv_heads][tokens.size()][row_bytes]
+    // [attention layers][n_kv_heads][rows][row_bytes]: positions [n - rows, n) of n = tokens.size(),
+    // rows = n, or for a ring min(n, R)
+    std::vector<uint8_t> k, v;
     std::vector<float> state;   // recurrent layers' state after the tokens (empty without them)
   };
 
  private:
   using List = std::list<Entry>;  // front: most recently used
   void erase(List::iterator it);
+  bool serves(int prefix, int entry_tokens) const;
+  int rows(size_t i, int n_tokens) const {  // rows an entry of n_tokens keeps of kv layer i
+    return rings_[i] > 0 && rings_[i] < n_tokens ? rings_[i] : n_tokens;
+  }
 
   std::vector<int> kv_layers_;  // the layers with K/V
+  std::vector<int> rings_, windows_;  // per kv layer: ring positions (0: none) and window
   int n_kv_heads_;
   int64_t row_bytes_;
   int64_t state_floats_;        // 0: no recurrent layers

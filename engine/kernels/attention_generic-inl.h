@@ -19,7 +19,7 @@ void g_attend_causal(const AttentionArgs& a, float* __restrict scratch) {
         float bm = -INFINITY;
         for (int j = 0; j < nb; ++j) {
           float dot = 0.0f;
-          for (int d = 0; d < hd; ++d) dot += q[d] * g_kv_at(a.k, a.kv, int64_t{j0 + j} * hd + d);
+          for (int d = 0; d < hd; ++d) dot += q[d] * g_kv_at(a.k, a.kv, int64_t{j0 + j - a.kv_first} * hd + d);
           s[j] = dot * a.scale;
           bm = s[j] > bm ? s[j] : bm;
         }
@@ -31,7 +31,7 @@ void g_attend_causal(const AttentionArgs& a, float* __restrict scratch) {
         for (int j = 0; j < nb; ++j) {
           const float p = std::exp(s[j] - m_new);
           l += p;
-          for (int d = 0; d < hd; ++d) acc[d] += p * g_kv_at(a.v, a.kv, int64_t{j0 + j} * hd + d);
+          for (int d = 0; d < hd; ++d) acc[d] += p * g_kv_at(a.v, a.kv, int64_t{j0 + j - a.kv_first} * hd + d);
         }
         m = m_new;
       }

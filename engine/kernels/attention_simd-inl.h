@@ -21,7 +21,7 @@ constexpr int kAttnRows = 4 * AttnSimd::W;  // query rows per pass
 constexpr int kAttnKb = static_cast<int>(kAttentionKvBlock);
 static_assert(kAttnRows <= kAttentionMaxRows, "scratch is sized for kAttentionMaxRows rows");
 
-// Positions [j0, j0 + nb) of a K or V cache block as f32: in place for F32 caches, else converted
+// Rows [j0, j0 + nb) of a K or V cache block as f32 (rows, not positions: row 0 is AttentionArgs::kv_first): in place for F32 caches, else converted
 // into buf [nb][hd], each 64-byte line's conversion prefetching the same line of the next block
 // (up to n_pos) towards L2: the blocks are read in bursts between computations, and the hardware
 // prefetcher alone left the conversion waiting on memory (Qwen3-0.6B decode at depth 2048, 2
@@ -140,8 +140,8 @@ void attn_pass(const AttentionArgs& a, int r0, int n_rows, float* __restrict scr
 
   for (int j0 = start; j0 < n_pos; j0 += kAttnKb) {
     const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
-    const float* kb = kv_block(a.k, a.kv, j0, nb, n_pos, hd, kf);
-    const float* vb = kv_block(a.v, a.kv, j0, nb, n_pos, hd, vf);
+    const float* kb = kv_block(a.k, a.kv, j0 - a.kv_first, nb, n_pos - a.kv_first, hd, kf);
+    const float* vb = kv_block(a.v, a.kv, j0 - a.kv_first, nb, n_pos - a.kv_first, hd, vf);
     int j = 0;
     for (; j + AttnSimd::kJT <= nb; j += AttnSimd::kJT) {
       attn_scores_tile<NV, AttnSimd::kJT>(qt, kb + j * hd, hd, p + j * kAttnRows);
@@ -251,7 +251,7 @@ void attn_few_rows(const AttentionArgs& a, int rows, float* __restrict scratch) 
   float* p = vf + kAttnKb * hd;       // [kAttnKb] one row's scores, then probabilities
   float m[kFewRowsMax], l[kFewRowsMax];
   int last[kFewRowsMax];   // the last position each row attends to
-  int first[kFewRowsMax];  // the first (0 without a sliding window)
+  int first[kFewRowsMax] = {};  // the first (0 without a sliding window)
   for (int r = 0; r < rows; ++r) {
     const int t = r / a.group, h = r % a.group;
     const float* q = a.q + t * a.ld + static_cast<int64_t>(h) * hd;
@@ -267,8 +267,8 @@ void attn_few_rows(const AttentionArgs& a, int rows, float* __restrict scratch) 
   const int n_pos = a.pos0 + a.n_q;
   for (int j0 = first[0]; j0 < n_pos; j0 += kAttnKb) {
     const int nb = n_pos - j0 < kAttnKb ? n_pos - j0 : kAttnKb;
-    const float* kb = kv_block(a.k, a.kv, j0, nb, n_pos, hd, kf);
-    const float* vb = kv_block(a.v, a.kv, j0, nb, n_pos, hd, vf);
+    const float* kb = kv_block(a.k, a.kv, j0 - a.kv_first, nb, n_pos - a.kv_first, hd, kf);
+    const float* vb = kv_block(a.v, a.kv, j0 - a.kv_first, nb, n_pos - a.kv_first, hd, vf);
     for (int r = 0; r < rows; ++r) {
       if (j0 > last[r]) continue;  // a later token's positions (n_q > 1)
       if (j0 + nb <= first[r]) continue;  // before the row's sliding window

@@ -26,7 +26,9 @@ using AttendFn = void (*)(const float* q, const void* k, const void* v, DType kv
 // query heads). Token t sits at position pos0 + t and attends over cached positions [0, pos0 + t]
 // (window > 0: only (pos0 + t - window, pos0 + t], llama.cpp's LLAMA_SWA_TYPE_STANDARD mask);
 // its head h reads q[t * ld + h * head_dim ..] and writes out[t * ld + h * head_dim ..].
-// k, v: [>= pos0 + n_q][head_dim] of type kv (F32 or F16), the KvCache block of that head.
+// k, v: [>= pos0 + n_q - kv_first][head_dim] of type kv (F32 or F16), the KvCache block of that head;
+// row 0 holds position kv_first (0, or with a window at most the first token's first position: a
+// windowed layer's ring of recent positions, see KvCache), and no position below it is read.
 struct AttentionArgs {
   const float* q = nullptr;
   float* out = nullptr;
@@ -40,6 +42,7 @@ struct AttentionArgs {
   int head_dim = 0;
   float scale = 1.0f;
   int window = 0;  // > 0: a sliding window of that many positions (Gemma 3's local layers)
+  int kv_first = 0;  // the position in row 0 of k and v (<= max(0, pos0 - window + 1) with a window)
 };
 
 // Scratch one attend_causal call needs, in floats (an upper bound for every ISA's table).

@@ -291,8 +291,8 @@ void attend_causal(const AttentionArgs& a) {
   for (int t = 0; t < a.n_q; ++t) {
     const int p = a.pos0 + t;
     const int first = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;  // keys (p - window, p]
-    const auto* k = static_cast<const uint8_t*>(a.k) + first * row_bytes;
-    const auto* v = static_cast<const uint8_t*>(a.v) + first * row_bytes;
+    const auto* k = static_cast<const uint8_t*>(a.k) + (first - a.kv_first) * row_bytes;
+    const auto* v = static_cast<const uint8_t*>(a.v) + (first - a.kv_first) * row_bytes;
     for (int h = 0; h < a.group; ++h) {
       const int64_t off = t * a.ld + static_cast<int64_t>(h) * a.head_dim;
       attend_head(a.q + off, k, v, a.kv, p - first + 1, a.head_dim, a.scale, scores.data(), a.out + off);

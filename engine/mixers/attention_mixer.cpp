@@ -94,10 +94,15 @@ void AttentionMixer::attend(const LayerBatch& b) {
         k_.rope(q, n_heads, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
         k_.rope(kr, n_kv, hd, cfg_.rope_dim, cfg_.rope_layout, cs);
       }
-      const int64_t at = static_cast<int64_t>(s.kv_base + pos) * kv.row_bytes();
-      for (int h = 0; h < n_kv; ++h) {
-        k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);
-        k_.store_kv(vr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.v(b.layer, h)) + at);
+      // A ring (a windowed layer, KvCache) keeps each position twice, R rows apart. Rings are
+      // never packed (kv_base 0: the embedder's caches have none).
+      const int ring = kv.ring(b.layer);
+      for (int64_t row = kv.row(b.layer, s.kv_base + pos), copies = ring > 0 ? 2 : 1; copies-- > 0; row += ring) {
+        const int64_t at = row * kv.row_bytes();
+        for (int h = 0; h < n_kv; ++h) {
+          k_.store_kv(kr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.k(b.layer, h)) + at);
+          k_.store_kv(vr + h * hd, kv.dtype(), hd, static_cast<uint8_t*>(kv.v(b.layer, h)) + at);
+        }
       }
     });
   });
@@ -127,16 +132,18 @@ void AttentionMixer::attend(const LayerBatch& b) {
       args.q = a.q.data() + off;
       args.out = a.att.data() + off;
       args.ld = q_dim;
-      const int64_t base = static_cast<int64_t>(s.kv_base) * s.kv->row_bytes();
+      args.n_q = std::min(block, s.n - t0);
+      args.pos0 = s.pos + t0;
+      args.window = cfg_.window(b.layer);  // Gemma 3's local layers
+      // A ring's rows from the first query's window on are the positions in order (KvCache).
+      if (s.kv->ring(b.layer) > 0) args.kv_first = std::max(0, args.pos0 - args.window + 1);
+      const int64_t base = (s.kv->ring(b.layer) > 0 ? s.kv->row(b.layer, args.kv_first) : s.kv_base) * s.kv->row_bytes();
       args.k = static_cast<const uint8_t*>(s.kv->k(b.layer, h)) + base;
       args.v = static_cast<const uint8_t*>(s.kv->v(b.layer, h)) + base;
       args.kv = s.kv->dtype();
-      args.n_q = std::min(block, s.n - t0);
-      args.pos0 = s.pos + t0;
       args.group = group;
       args.head_dim = hd;
       args.scale = scale;
-      args.window = cfg_.window(b.layer);  // Gemma 3's local layers
       k_.attend_causal(args, scratch);
     }
   };

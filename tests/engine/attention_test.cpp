@@ -3,7 +3,9 @@
 // F32 KV, prompts continuing after cached tokens; scratch and output bounds are checked by canaries.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -81,6 +83,28 @@ void check(const KernelTable& k, const Shape& s, DType kv, float score_scale) {
       ++bad;
     }
   }
+  if (s.window <= 0) return;
+  // A windowed layer's ring (KvCache) hands over only the positions from the first token's window
+  // on: row 0 is position kv_first. The rows before it are NaN here, so reading one shows. The same
+  // arithmetic on the same values: the outputs are bitwise those of the whole cache.
+  const int lo = std::max(0, s.pos0 - s.window + 1), pad = std::min(lo, 40);
+  const int64_t row_bytes = static_cast<int64_t>(hd) * (kv == DType::kF16 ? 2 : 4);
+  std::vector<uint8_t> kr(static_cast<size_t>((n_pos - lo + pad) * row_bytes), 0xFF);  // 0xFF..: NaN
+  std::vector<uint8_t> vr(kr.size(), 0xFF);
+  std::copy(kb.begin() + lo * row_bytes, kb.begin() + n_pos * row_bytes, kr.begin() + pad * row_bytes);
+  std::copy(vb.begin() + lo * row_bytes, vb.begin() + n_pos * row_bytes, vr.begin() + pad * row_bytes);
+  a.k = kr.data() + pad * row_bytes;
+  a.v = vr.data() + pad * row_bytes;
+  a.kv_first = lo;
+  std::vector<float> ring(q.size(), kCanary), ring_ref(q.size(), kCanary);
+  a.out = ring.data() + off;
+  k.attend_causal(a, scratch.data());
+  a.out = ring_ref.data() + off;
+  ref::attend_causal(a);
+  EXPECT_EQ(std::memcmp(ring.data(), actual.data(), ring.size() * sizeof(float)), 0)
+      << what << ": kv_first " << lo << " (rows from the window on) changed the output";
+  EXPECT_EQ(std::memcmp(ring_ref.data(), expected.data(), ring.size() * sizeof(float)), 0)
+      << what << ": the reference with kv_first " << lo << " differs";
 }
 
 class AttentionTest : public ::testing::TestWithParam<Isa> {
