@@ -2,7 +2,7 @@
 """Side-by-side anelm vs llama.cpp on the same GGUF: interleaved rounds, per-round ratios, one JSON document.
 
 Usage: bench/compare_llamacpp.py [--anelm build/anelm] [--shape qwen2.5-0.5b|qwen3-0.6b|llama-3.2-1b|qwen3.5-0.8b|
-       gemma-3-1b|phi-4-mini|...]
+       gemma-3-1b|phi-4-mini|gpt2-124m|...]
        [--dtypes f16,q8_0,Q4_K_M,Q6_K] [--rounds 3] [--prompt-tokens 128] [--gen-tokens 64] [--threads 2]
        [--models-dir /tmp/anelm-bench]
 
@@ -26,7 +26,7 @@ def run_json(cmd):
 
 ARCH = {"qwen2.5-0.5b": "qwen2", "qwen3-0.6b": "qwen3", "llama-3.2-1b": "llama", "qwen3.5-0.8b": "qwen35",
         "qwen3.5-2b": "qwen35", "gemma-3-1b": "gemma3", "phi-4-mini": "phi3", "phi-3.5-mini": "phi3",
-        "granite-3.3-2b": "granite", "smollm3-3b": "smollm3"}
+        "granite-3.3-2b": "granite", "smollm3-3b": "smollm3", "gpt2-124m": "gpt2"}
 
 
 def ensure_model(anelm, shape, dtype, models_dir):
@@ -44,8 +44,10 @@ def ensure_model(anelm, shape, dtype, models_dir):
                         shape.split("-")[1], "--type", dtype, "--out", path], check=True, stdout=subprocess.DEVNULL)
         return path
     tok = os.path.join(SHARED, "models", "qwen2.5-0.5b-instruct")
+    # GPT-2: the synthetic vocab padded to GPT-2's 50257 rows (Qwen's 151k-token vocab would triple the head).
+    tok_args = [] if ARCH[shape] == "gpt2" else ["--tokenizer-from", tok]
     subprocess.run([anelm, "make-model", "--arch", ARCH[shape], "--shape", shape, "--dtype", dtype,
-                    "--format", "gguf", "--out", path, "--seed", "1", "--tokenizer-from", tok], check=True,
+                    "--format", "gguf", "--out", path, "--seed", "1"] + tok_args, check=True,
                    stdout=subprocess.DEVNULL)  # stdout carries only this script's JSON
     return path
 

@@ -104,9 +104,11 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     c.arch = Arch::kPhi3;
   } else if (arch == "gemma3") {
     c.arch = Arch::kGemma3;
+  } else if (arch == "gpt2") {
+    c.arch = Arch::kGpt2;
   } else {
     throw Error(ErrorKind::kUnsupported, "GGUF '" + g.path() + "': architecture '" + arch +
-                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35, granite, smollm3, phi3, gemma3)");
+                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35, granite, smollm3, phi3, gemma3, gpt2)");
   }
   c.name = g.find_string("general.name")
                .value_or(std::filesystem::path(g.path()).stem().string());
@@ -119,7 +121,7 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   c.head_dim = find_int32(g, p + "attention.key_length", c.n_heads > 0 ? c.d_model / c.n_heads : 0);
   c.rope_dim = find_int32(g, p + "rope.dimension_count", c.head_dim);
   c.max_ctx = find_int32(g, p + "context_length", 2048);
-  c.rms_eps = static_cast<float>(g.get_float(p + "attention.layer_norm_rms_epsilon"));
+  c.rms_eps = static_cast<float>(g.get_float(p + (c.arch == Arch::kGpt2 ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")));
   c.rope_theta = static_cast<float>(g.find_float(p + "rope.freq_base").value_or(10000.0));
 
   if (auto v = g.find_int(p + "vocab_size")) {
@@ -135,6 +137,7 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   if (c.arch == Arch::kSmolLM3) smollm3_from_gguf(g, c);
   if (c.arch == Arch::kPhi3) phi3_from_gguf(g, c);
   if (c.arch == Arch::kGemma3) gemma3_from_gguf(g, c);
+  if (c.arch == Arch::kGpt2) gpt2_from_gguf(g, c);
 
   c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
   // llama.cpp's pooling types 0-3. Rank (4: a reranker's classifier head) and unknown values leave

@@ -1,7 +1,7 @@
 // CPU decoder layer: RMSNorm -> the layer's token mixer + residual -> RMSNorm -> fused gate/up ->
 // SiLU*up -> down + residual (Granite: the residual branches and layer 0's input scaled; Gemma 3:
-// GELU*up, and each branch RMSNormed before its residual add); and the fused row-parallel linear
-// every CPU matmul goes through.
+// GELU*up, and each branch RMSNormed before its residual add; GPT-2: LayerNorms with biases and
+// up + bias -> GELU -> down + bias); and the fused row-parallel linear every CPU matmul goes through.
 #include "engine/cpu_executor.h"
 
 #include <algorithm>
@@ -85,28 +85,69 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   if (b.layer == 0 && cfg_.embedding_scale != 1.0f) scale_rows(b.x, n, d, cfg_.embedding_scale);
 
   // ---- token mixer: x += mixer(norm(x)) (attention or Gated DeltaNet, per the layer's kind)
-  for_tokens(pool_, n, [&](int t0, int t1) {
-    for (int t = t0; t < t1; ++t) k_.rmsnorm(b.x + t * d, attn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
-  });
+  norm_rows(attn_norm, L.attn_norm_b, b.x, n, a.xb.data());
   mixers_[static_cast<size_t>(b.layer)]->mix(b);
   post_norm(L.attn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
 
   // ---- feed-forward block: x += w_down . (silu(w_gate . norm(x)) * (w_up . norm(x)))
-  for_tokens(pool_, n, [&](int t0, int t1) {
-    for (int t = t0; t < t1; ++t) k_.rmsnorm(b.x + t * d, ffn_norm, cfg_.rms_eps, d, a.xb.data() + t * d);
-  });
-  const LinearOut gate_up[] = {{&L.w_gate, a.gate.data()}, {&L.w_up, a.up.data()}};
-  parallel_linear(pool_, k_, a.xb.data(), n, d, gate_up, a.xq.data(), a.xk.data(), inline_macs_);
-  for_tokens(pool_, n, [&](int t0, int t1) {
-    const int64_t at = static_cast<int64_t>(t0) * d_ff;
-    const auto act = cfg_.ffn_act == FfnAct::kGeluTanh ? k_.gelu_mul : k_.silu_mul;
-    act(a.gate.data() + at, a.up.data() + at, (t1 - t0) * d_ff, a.gate.data() + at);
-  });
+  norm_rows(ffn_norm, L.ffn_norm_b, b.x, n, a.xb.data());
+  if (!cfg_.gated_ffn) {
+    ffn_ungated(L, a, n);
+  } else {
+    const LinearOut gate_up[] = {{&L.w_gate, a.gate.data()}, {&L.w_up, a.up.data()}};
+    parallel_linear(pool_, k_, a.xb.data(), n, d, gate_up, a.xq.data(), a.xk.data(), inline_macs_);
+    for_tokens(pool_, n, [&](int t0, int t1) {
+      const int64_t at = static_cast<int64_t>(t0) * d_ff;
+      const auto act = cfg_.ffn_act == FfnAct::kGeluTanh ? k_.gelu_mul : k_.silu_mul;
+      act(a.gate.data() + at, a.up.data() + at, (t1 - t0) * d_ff, a.gate.data() + at);
+    });
+  }
   const LinearOut down[] = {{&L.w_down, a.proj.data()}};
   parallel_linear(pool_, k_, a.gate.data(), n, d_ff, down, a.xq.data(), a.xk.data(), inline_macs_);
+  add_bias_rows(L.b_down, a.proj.data(), n, d);
   post_norm(L.ffn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
+}
+
+// The layer's pre-norm of rows x [n][d_model] into out: RMSNorm, or LayerNorm with its bias (GPT-2).
+void CpuExecutor::norm_rows(const float* w, const TensorView& bias, const float* x, int n, float* out) {
+  const int d = cfg_.d_model;
+  const auto* b = static_cast<const float*>(bias.data);
+  for_tokens(pool_, n, [&](int t0, int t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      if (cfg_.layer_norm) {
+        k_.layer_norm(x + t * d, w, b, cfg_.rms_eps, d, out + t * d);
+      } else {
+        k_.rmsnorm(x + t * d, w, cfg_.rms_eps, d, out + t * d);
+      }
+    }
+  });
+}
+
+// GPT-2's FFN up to the down projection: gate rows = gelu(w_up . xb + b_up) (a.gate is the buffer
+// the down projection reads).
+void CpuExecutor::ffn_ungated(const LayerWeights& L, Activations& a, int n) {
+  const int d_ff = cfg_.d_ff;
+  const LinearOut up[] = {{&L.w_up, a.gate.data()}};
+  parallel_linear(pool_, k_, a.xb.data(), n, cfg_.d_model, up, a.xq.data(), a.xk.data(), inline_macs_);
+  const auto* bias = static_cast<const float*>(L.b_up.data);
+  for_tokens(pool_, n, [&](int t0, int t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* row = a.gate.data() + t * d_ff;
+      if (bias) k_.add(row, bias, d_ff, row);
+      k_.gelu(row, d_ff, row);
+    }
+  });
+}
+
+// rows y [n][dim] += bias; nothing without the bias.
+void CpuExecutor::add_bias_rows(const TensorView& bias, float* y, int n, int dim) {
+  if (bias.empty()) return;
+  const auto* b = static_cast<const float*>(bias.data);
+  for_tokens(pool_, n, [&](int t0, int t1) {
+    for (int64_t t = t0; t < t1; ++t) k_.add(y + t * dim, b, dim, y + t * dim);
+  });
 }
 
 // Gemma 3: RMSNorm of a branch's output rows [n][d_model] in place; nothing without the weight.

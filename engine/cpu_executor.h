@@ -15,6 +15,8 @@
 
 namespace anelm::engine {
 
+struct Activations;
+
 // One output of a fused linear: y [n][w->rows()] = in [n][cols] x w^T.
 struct LinearOut {
   const TensorView* w;
@@ -43,6 +45,9 @@ class CpuExecutor final : public LayerExecutor {
   void scale_rows(float* x, int n, int d, float s);
   void add_residual(float* x, float* out, int n, int d);
   void post_norm(const TensorView& w, float* out, int n);
+  void norm_rows(const float* w, const TensorView& bias, const float* x, int n, float* out);
+  void ffn_ungated(const LayerWeights& L, Activations& a, int n);
+  void add_bias_rows(const TensorView& bias, float* y, int n, int dim);
 
   const ModelConfig& cfg_;
   const ModelWeights& w_;

@@ -72,6 +72,13 @@ int resolve_ctx(const EngineOptions& opts, const ModelConfig& cfg) {
 // What llama.cpp decides per run context at load: Phi-3's LongRoPE factors (before any executor or
 // activation buffer reads the config).
 int apply_ctx(LoadedModel& m, int ctx) {
+  // Learned absolute positions (GPT-2) exist for the trained context only: a longer run context is
+  // clamped to it, so a prompt beyond it is refused as too long for the context.
+  if (m.config.learned_positions && ctx > m.config.max_ctx) {
+    spdlog::warn("ctx {} clamped to {}: {} has learned positions for {} tokens only", ctx, m.config.max_ctx,
+                 arch_name(m.config.arch), m.config.max_ctx);
+    ctx = m.config.max_ctx;
+  }
   select_rope_factors(m.config, ctx);
   return ctx;
 }
@@ -130,10 +137,12 @@ class LocalEngine final : public Engine {
       // Phi-3 binds views the programs could read, but its fp16 logits on the tiny file (LongRoPE's
       // attention factor scales q and k) stayed 1.2x outside the ANE tolerance: not served there yet.
       const bool phi3 = c.arch == Arch::kPhi3;
+      const bool gpt2 = c.arch == Arch::kGpt2;
       const bool gemma = c.post_norms || c.ffn_act != FfnAct::kSilu || !c.swa_layers.empty();  // Gemma 3's layers
-      if (multipliers || !c.nope_layers.empty() || phi3 || gemma) {
+      if (multipliers || !c.nope_layers.empty() || phi3 || gemma || gpt2) {
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
-                        (gemma         ? "'s layers (post-norms, GeGLU, sliding windows)"
+                        (gpt2          ? "'s layers (LayerNorm, GELU FFN, biases, learned positions)"
+                         : gemma       ? "'s layers (post-norms, GeGLU, sliding windows)"
                          : phi3        ? " (not validated: fused tensors, LongRoPE)"
                          : multipliers ? "'s multipliers"
                                        : "'s NoPE layers");

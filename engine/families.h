@@ -52,4 +52,15 @@ void gemma3_to_gguf(const ModelConfig& c, GgufWriter& w);
 // llama.cpp's default local layers of an n-layer Gemma 3: all but every 6th (5, 11, ...).
 std::vector<bool> gemma3_swa_layers(int n_layers);
 
+// GPT-2 (`gpt2`; engine/family_gpt2.cpp): LayerNorms with biases, a GELU FFN with biases, learned
+// absolute positions (position_embd, context_length rows), fused QKV with bias, no RoPE.
+void gpt2_from_gguf(const GgufFile& g, ModelConfig& c);
+// Every gpt2.* key, as llama.cpp's GPT2Model converter writes them (only these: no RoPE, no KV
+// heads, no key_length).
+void gpt2_to_gguf(const ModelConfig& c, GgufWriter& w);
+// GPT-2's fused attn_qkv (weight [3 d_model rows], bias [3 d_model]) served as the separate
+// attn_q/attn_k/attn_v weights and biases the loader binds, as views of the file's tensors (no
+// copy). Throws Error naming the fused tensor when its shape does not split.
+TensorLookup gpt2_split_fused(const ModelConfig& c, TensorLookup file);
+
 }  // namespace anelm::engine

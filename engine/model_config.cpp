@@ -38,6 +38,7 @@ const char* arch_name(Arch a) {
     case Arch::kSmolLM3: return "smollm3";
     case Arch::kPhi3: return "phi3";
     case Arch::kGemma3: return "gemma3";
+    case Arch::kGpt2: return "gpt2";
   }
   return "unknown";
 }

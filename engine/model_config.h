@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3, kGemma3 };
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3, kGemma3, kGpt2 };
 
 const char* arch_name(Arch a);
 
@@ -115,6 +115,13 @@ struct ModelConfig {
   int sliding_window = 0;
   std::vector<bool> swa_layers;
   float rope_theta_swa = 10000.0f;
+
+  // GPT-2 (engine/family_gpt2.cpp): LayerNorms with biases instead of RMSNorms (rms_eps is their
+  // epsilon); a plain up -> GELU -> down FFN with biases (no gate); token embeddings plus learned
+  // absolute position embeddings (ModelWeights::pos_embd, max_ctx rows; no RoPE: every layer NoPE).
+  bool layer_norm = false;
+  bool gated_ffn = true;
+  bool learned_positions = false;
 
   Mixer mixer(int layer) const { return mixers.empty() ? Mixer::kAttention : mixers[static_cast<size_t>(layer)]; }
   bool rope(int layer) const { return nope_layers.empty() || !nope_layers[static_cast<size_t>(layer)]; }

@@ -93,6 +93,17 @@ void add_deltanet_slots(const ModelConfig& c, DeltaNetWeights& w, ModelFormat fm
   add(&w.out, "ssm_out.weight", "linear_attn.out_proj.weight", {d, vd}, "[d_model, value_dim]", Role::kMatrix);
 }
 
+// GPT-2's LayerNorm and projection biases of one layer (GGUF only; Q/K/V biases come with qkv_bias).
+template <typename Add>
+void add_gpt2_bias_slots(const ModelConfig& c, LayerWeights& L, Add&& add) {
+  const int64_t d = c.d_model, ff = c.d_ff;
+  add(&L.attn_norm_b, "attn_norm.bias", "", {d}, "[d_model]", Role::kVector);
+  add(&L.bo, "attn_output.bias", "", {d}, "[d_model]", Role::kVector);
+  add(&L.ffn_norm_b, "ffn_norm.bias", "", {d}, "[d_model]", Role::kVector);
+  add(&L.b_up, "ffn_up.bias", "", {ff}, "[d_ff]", Role::kVector);
+  add(&L.b_down, "ffn_down.bias", "", {d}, "[d_model]", Role::kVector);
+}
+
 std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat fmt, const std::string& hf_model) {
   const Names n{fmt, hf_model};
   const int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff, v = c.vocab_size;
@@ -101,6 +112,10 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
                "[vocab, d_model]", Role::kMatrix, true});
   s.push_back({&w.out_norm, n.global("output_norm.weight", "model.norm.weight"), {d}, "[d_model]",
                Role::kVector, true});
+  if (c.layer_norm) s.push_back({&w.out_norm_b, n.global("output_norm.bias", ""), {d}, "[d_model]", Role::kVector, true});
+  if (c.learned_positions) {
+    s.push_back({&w.pos_embd, n.global("position_embd.weight", ""), {c.max_ctx, d}, "[context_length, d_model]", Role::kMatrix, true});
+  }
   if (!c.tie_embeddings) {  // a tied checkpoint may still store a copy; it is ignored
     s.push_back({&w.lm_head, n.global("output.weight", "lm_head.weight"), {v, d}, "[vocab, d_model]",
                  Role::kMatrix, false});
@@ -136,9 +151,10 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
     // Qwen3.5's GGUF names the pre-FFN norm post_attention_norm (HF's post_attention_layernorm).
     add(&L.ffn_norm, gguf && qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight",
         "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
-    add(&L.w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
+    if (c.gated_ffn) add(&L.w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_up, "ffn_up.weight", "mlp.up_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_down, "ffn_down.weight", "mlp.down_proj.weight", {d, ff}, "[d_model, d_ff]", Role::kMatrix);
+    if (c.layer_norm) add_gpt2_bias_slots(c, L, add);
     if (c.post_norms) {  // Gemma 3
       add(&L.attn_post_norm, "post_attention_norm.weight", "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
       add(&L.ffn_post_norm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", {d}, "[d_model]", Role::kVector);
@@ -373,6 +389,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
   }
   m->config.validate(path);
   if (m->config.arch == Arch::kPhi3) lookup = phi3_split_fused(m->config, std::move(lookup));
+  if (m->config.arch == Arch::kGpt2) lookup = gpt2_split_fused(m->config, std::move(lookup));
   if (m->format == ModelFormat::kGguf &&
       std::static_pointer_cast<GgufFile>(m->owners[0])->tensors().empty()) {
     throw Error(ErrorKind::kNotFound, "GGUF '" + path + "' holds no tensors (a vocab-only file?); "

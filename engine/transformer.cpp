@@ -30,8 +30,7 @@ void Transformer::logits(Activations& acts, const float* x, int n, std::span<con
     head_->logits(x, m, out);
     return;
   }
-  const auto* norm = static_cast<const float*>(w_.out_norm.data);
-  for (int i = 0; i < m; ++i) k_.rmsnorm(row(i), norm, cfg_.rms_eps, d, acts.xb.data() + static_cast<int64_t>(i) * d);
+  for (int i = 0; i < m; ++i) output_norm(row(i), 1, acts.xb.data() + static_cast<int64_t>(i) * d);
   const LinearOut head[] = {{&w_.lm_head, out}};
   parallel_linear(pool_, k_, acts.xb.data(), m, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
 }
@@ -39,8 +38,34 @@ void Transformer::logits(Activations& acts, const float* x, int n, std::span<con
 void Transformer::output_norm(const float* x, int n, float* out) const {
   const int d = cfg_.d_model;
   const auto* norm = static_cast<const float*>(w_.out_norm.data);
+  const auto* bias = static_cast<const float*>(w_.out_norm_b.data);  // GPT-2's final LayerNorm
   for (int i = 0; i < n; ++i) {
-    k_.rmsnorm(x + static_cast<int64_t>(i) * d, norm, cfg_.rms_eps, d, out + static_cast<int64_t>(i) * d);
+    if (cfg_.layer_norm) {
+      k_.layer_norm(x + static_cast<int64_t>(i) * d, norm, bias, cfg_.rms_eps, d, out + static_cast<int64_t>(i) * d);
+    } else {
+      k_.rmsnorm(x + static_cast<int64_t>(i) * d, norm, cfg_.rms_eps, d, out + static_cast<int64_t>(i) * d);
+    }
+  }
+}
+
+// GPT-2: each row's learned position embedding added to its token embedding (xb is free before the
+// first layer). The table has max_ctx rows; a position past it has no embedding, so the pass is refused
+// (the engine clamps its context to max_ctx, so only a direct caller can get here).
+void Transformer::add_positions(const BatchStep& b, Activations& acts) {
+  const int d = cfg_.d_model;
+  const int64_t n_pos = w_.pos_embd.rows();
+  for (const SeqRows& s : b.seqs) {
+    if (s.pos < 0 || s.pos + s.n > n_pos) {
+      throw Error(ErrorKind::kInvalidArgument, "positions [" + std::to_string(s.pos) + ", " + std::to_string(s.pos + s.n) +
+                                                   ") exceed the model's " + std::to_string(n_pos) +
+                                                   " learned positions (" + arch_name(cfg_.arch) + " context_length)");
+    }
+    for (int i = 0; i < s.n; ++i) {
+      const int64_t t = s.row + i;
+      float* pe = acts.xb.data() + t * d;
+      k_.dequantize_row(w_.pos_embd.data, w_.pos_embd.dtype, s.pos + i, d, pe);
+      k_.add(acts.x.data() + t * d, pe, d, acts.x.data() + t * d);
+    }
   }
 }
 
@@ -51,6 +76,7 @@ bool Transformer::step(const BatchStep& b, Activations& acts, const std::functio
     k_.dequantize_row(w_.tok_embd.data, w_.tok_embd.dtype, b.tokens[static_cast<size_t>(t)], d,
                       acts.x.data() + static_cast<int64_t>(t) * d);
   }
+  if (cfg_.learned_positions) add_positions(b, acts);
   // A recurrent state holds exactly the tokens it absorbed: a pass must continue it (or start a
   // sequence over at position 0), and it is invalid while the pass writes it (an abandoned pass
   // leaves it so).

@@ -74,6 +74,8 @@ class Transformer {
  private:
   // out[i][vocab] = lm_head . rmsnorm(x[rows[i]]); rows empty: every one of the n rows of x.
   void logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out);
+  // GPT-2: x[t] += pos_embd[position of row t] for every row of the batch.
+  void add_positions(const BatchStep& b, Activations& acts);
 
   const ModelConfig& cfg_;
   const ModelWeights& w_;  // the loaded model's (resident) weights; not owned

@@ -39,6 +39,12 @@ struct LayerWeights {
   TensorView w_up;       // [d_ff, d_model]
   TensorView w_down;     // [d_model, d_ff]
   TensorView ffn_post_norm;   // [d_model] on the FFN's output (empty unless post_norms)
+  // GPT-2's biases (empty for every other family): the LayerNorms', the output projection's, the FFN's.
+  TensorView attn_norm_b;  // [d_model]
+  TensorView bo;           // [d_model]
+  TensorView ffn_norm_b;   // [d_model]
+  TensorView b_up;         // [d_ff]
+  TensorView b_down;       // [d_model]
   DeltaNetWeights deltanet;
 };
 
@@ -46,6 +52,8 @@ struct ModelWeights {
   TensorView tok_embd;   // [vocab, d_model]
   TensorView out_norm;   // [d_model]
   TensorView lm_head;    // [vocab, d_model]; same memory as tok_embd when tied
+  TensorView out_norm_b; // [d_model] LayerNorm bias (GPT-2; empty otherwise)
+  TensorView pos_embd;   // [max_ctx, d_model] learned positions (GPT-2; empty otherwise)
   std::vector<LayerWeights> layers;
 };
 

@@ -62,4 +62,9 @@ int phi3_sliding_window(const std::string& shape);
 void write_phi3_hf_config(const engine::ModelConfig& c, engine::DType dtype, const std::string& shape,
                           const std::string& dir);
 
+// GPT-2 ("tiny", "gpt2-124m"), GGUF only: position_embd, LayerNorms with biases, fused attn_qkv
+// with bias, ungated FFN with biases, tied head.
+engine::ModelConfig gpt2_shape_config(const std::string& shape, int layers);
+void add_gpt2_block_plan(const engine::ModelConfig& c, int layer, std::vector<Plan>& plan);
+
 }  // namespace anelm::tools

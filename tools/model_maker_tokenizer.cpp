@@ -193,15 +193,16 @@ void pad_maker_vocab(MakerVocab& v, int vocab_size) {
   }
 }
 
-void add_maker_vocab_to_gguf(const MakerVocab& v, GgufWriter& w) {
+void add_maker_vocab_to_gguf(const MakerVocab& v, GgufWriter& w, const std::string& pre) {
   if (v.gguf) {
     for (const std::string& k : v.gguf->keys()) {
-      if (k.starts_with("tokenizer.")) w.copy_key(*v.gguf, k);
+      if (k.starts_with("tokenizer.") && !(k == "tokenizer.ggml.pre" && !pre.empty())) w.copy_key(*v.gguf, k);
     }
+    if (!pre.empty()) w.add_string("tokenizer.ggml.pre", pre);
     return;
   }
   w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", "qwen2");
+  w.add_string("tokenizer.ggml.pre", pre.empty() ? "qwen2" : pre);
   w.add_string_array("tokenizer.ggml.tokens", v.tokens);
   w.add_i32_array("tokenizer.ggml.token_type", v.types);
   w.add_string_array("tokenizer.ggml.merges", v.merges);

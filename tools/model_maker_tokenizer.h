@@ -35,7 +35,8 @@ MakerVocab load_maker_vocab(const std::string& source);
 void pad_maker_vocab(MakerVocab& v, int vocab_size);
 
 // Adds tokenizer.* keys (model gpt2, pre qwen2, tokens, token_type, merges, ids, chat template).
-void add_maker_vocab_to_gguf(const MakerVocab& v, engine::GgufWriter& w);
+// `pre` non-empty: tokenizer.ggml.pre is that (also over a GGUF source's), e.g. GPT-2's "gpt-2".
+void add_maker_vocab_to_gguf(const MakerVocab& v, engine::GgufWriter& w, const std::string& pre = "");
 
 // Writes (or copies) vocab.json, merges.txt, tokenizer.json and tokenizer_config.json into `dir`.
 void write_maker_vocab_hf(const MakerVocab& v, const std::string& dir);

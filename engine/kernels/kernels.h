@@ -112,6 +112,8 @@ struct KernelTable {
   void (*dequantize_row)(const void* w, DType t, int64_t row, int64_t cols,
                          float* __restrict out) = nullptr;
   void (*rmsnorm)(const float* x, const float* w, float eps, int n, float* out) = nullptr;
+  // LayerNorm with weight and bias (GPT-2), as ref::layer_norm; out may alias x.
+  void (*layer_norm)(const float* x, const float* w, const float* b, float eps, int n, float* out) = nullptr;
   // Rotates the first rope_dim dims of each head by one position's angles: cs holds rope_dim/2
   // cosines then rope_dim/2 sines (rope_cos_sin in rope.h); pairs per RopeLayout, as ref::rope.
   void (*rope)(float* x, int n_heads, int head_dim, int rope_dim, RopeLayout layout, const float* cs) = nullptr;
@@ -121,6 +123,8 @@ struct KernelTable {
   void (*silu_mul)(const float* gate, const float* up, int n, float* out) = nullptr;
   // out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU, as ref::gelu_mul); out may alias gate.
   void (*gelu_mul)(const float* gate, const float* up, int n, float* out) = nullptr;
+  // out[i] = gelu_tanh(x[i]) (GPT-2's ungated FFN, as ref::gelu); out may alias x.
+  void (*gelu)(const float* x, int n, float* out) = nullptr;
   void (*add)(const float* a, const float* b, int n, float* out) = nullptr;  // out may alias a
   AttendFn attend_head = nullptr;
   // Blocked causal attention with an online softmax (flash-attention style): every K/V row is read

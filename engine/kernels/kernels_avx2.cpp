@@ -196,6 +196,18 @@ void gelu_mul(const float* gate, const float* up, int n, float* out) {
   g_gelu_mul(gate + i, up + i, n - i, out + i);
 }
 
+// out = gelu_tanh(x) as x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3) (g_gelu).
+void gelu(const float* x, int n, float* out) {
+  const __m256 k2c = _mm256_set1_ps(-2.0f * 0.7978845608028654f), ka = _mm256_set1_ps(0.044715f);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(x + i);
+    const __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(ka, g), _mm256_mul_ps(g, g), g);
+    _mm256_storeu_ps(out + i, _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_mul_ps(k2c, inner)))));
+  }
+  g_gelu(x + i, n - i, out + i);
+}
+
 // ---- attention (head_dim % 8 == 0; otherwise the generic version) -------------------------------
 
 inline __m256 load_kv(const void* base, DType kv, int64_t i) {
@@ -388,6 +400,7 @@ const KernelTable& avx2_kernel_table() {
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;
     t.gelu_mul = gelu_mul;
+    t.gelu = gelu;
     t.attend_head = attend_head;
     t.attend_causal = attend_causal;
     t.store_kv = store_kv;

@@ -673,6 +673,17 @@ void gelu_mul(const float* gate, const float* up, int n, float* out) {
   }
 }
 
+// out = gelu_tanh(x) as x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3) (g_gelu).
+void gelu(const float* x, int n, float* out) {
+  const __m512 one = _mm512_set1_ps(1.0f), k2c = _mm512_set1_ps(-2.0f * 0.7978845608028654f), ka = _mm512_set1_ps(0.044715f);
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(ka, g), _mm512_mul_ps(g, g), g);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_div_ps(g, _mm512_add_ps(one, exp512(_mm512_mul_ps(k2c, inner)))));
+  }
+}
+
 // ---- attention over an F32/F16 KV cache ----------------------------------------------------------
 
 inline __m512 load_kv(const void* base, DType kv, int64_t i, __mmask16 m) {
@@ -799,6 +810,7 @@ const KernelTable& avx512_kernel_table() {
     t.log_sum_exp = log_sum_exp;
     t.silu_mul = silu_mul;
     t.gelu_mul = gelu_mul;
+    t.gelu = gelu;
     t.attend_head = attend_head;
     t.attend_causal = attend_causal;
     t.store_kv = store_kv;

@@ -25,6 +25,29 @@ void g_rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
+// (x - mean) / sqrt(var + eps) * w + b with var = mean((x - mean)^2), as ggml_norm then the weight
+// and bias: two passes of 16 partial sums (vectorisable without -ffast-math).
+void g_layer_norm(const float* x, const float* w, const float* b, float eps, int n, float* out) {
+  float acc[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < 16; ++j) sum += acc[j];
+  for (; i < n; ++i) sum += x[i];
+  const float mean = sum / static_cast<float>(n);
+  float sq[16] = {};
+  for (i = 0; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 16; ++j) sq[j] += (x[i + j] - mean) * (x[i + j] - mean);
+  }
+  float var = 0.0f;
+  for (int j = 0; j < 16; ++j) var += sq[j];
+  for (; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const float scale = 1.0f / std::sqrt(var / static_cast<float>(n) + eps);
+  for (i = 0; i < n; ++i) out[i] = (x[i] - mean) * scale * w[i] + b[i];
+}
+
 void g_rope(float* x, int n_heads, int head_dim, int rope_dim, RopeLayout layout, const float* cs) {
   const int half = rope_dim / 2;
   const bool neox = layout == RopeLayout::kHalf;
@@ -78,6 +101,14 @@ void g_gelu_mul(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-2.0f * kC * (g + kA * g * g * g))) * up[i];
+  }
+}
+
+void g_gelu(const float* x, int n, float* out) {
+  constexpr float kC = 0.7978845608028654f, kA = 0.044715f;
+  for (int i = 0; i < n; ++i) {
+    const float g = x[i];
+    out[i] = g / (1.0f + std::exp(-2.0f * kC * (g + kA * g * g * g)));
   }
 }
 
@@ -248,6 +279,8 @@ KernelTable g_table(Isa isa) {
   t.log_sum_exp = g_log_sum_exp;
   t.silu_mul = g_silu_mul;
   t.gelu_mul = g_gelu_mul;
+  t.gelu = g_gelu;
+  t.layer_norm = g_layer_norm;
   t.add = g_add;
   t.attend_head = g_attend_head;
   t.attend_causal = g_attend_causal;

@@ -235,6 +235,24 @@ void gelu_mul(const float* gate, const float* up, int n, float* out) {
   }
 }
 
+void gelu(const float* x, int n, float* out) {
+  for (int i = 0; i < n; ++i) {
+    const double g = x[i];
+    const double u = std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g);
+    out[i] = static_cast<float>(0.5 * g * (1.0 + std::tanh(u)));
+  }
+}
+
+void layer_norm(const float* x, const float* w, const float* b, float eps, int n, float* out) {
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) sum += x[i];
+  const double mean = sum / n;
+  double var = 0.0;
+  for (int i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const double scale = 1.0 / std::sqrt(var / n + eps);
+  for (int i = 0; i < n; ++i) out[i] = static_cast<float>((x[i] - mean) * scale * w[i] + b[i]);
+}
+
 void silu_mul(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }

@@ -49,6 +49,13 @@ void silu_mul(const float* gate, const float* up, int n, float* out);
 // gelu_pytorch_tanh, ggml's gelu): gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
 void gelu_mul(const float* gate, const float* up, int n, float* out);
 
+// out[i] = gelu(x[i]), the same tanh approximation (GPT-2's FFN activation, ggml_gelu's formula).
+void gelu(const float* x, int n, float* out);
+
+// LayerNorm: out[i] = (x[i] - mean) / sqrt(var + eps) * w[i] + b[i], var = mean((x - mean)^2)
+// (ggml_norm, then the weight and the bias); double accumulators. out may alias x.
+void layer_norm(const float* x, const float* w, const float* b, float eps, int n, float* out);
+
 // out[i] = a[i] + b[i]; out may alias a.
 void add(const float* a, const float* b, int n, float* out);
 

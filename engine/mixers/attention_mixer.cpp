@@ -69,6 +69,7 @@ void AttentionMixer::mix(const LayerBatch& b) {
   }
   const LinearOut o[] = {{&L.wo, a.proj.data()}};
   parallel_linear(c_.pool, c_.k, a.att.data(), n, q_dim, o, a.xq.data(), a.xk.data(), c_.inline_macs);
+  add_bias(L.bo, a.proj.data(), n, d, c_.k);  // GPT-2
 }
 
 // RoPE on q/k and K/V stores for every row at its sequence's position, then blocked causal attention

@@ -257,6 +257,27 @@ TEST_P(KernelsTest, ElementwiseMatchReference) {
     k().rmsnorm(a.data(), w.data(), 1e-5f, n, a.data());
     expect_close(tag("rmsnorm in place"), e.data(), a.data(), n, 1e-5f, 1e-5f);
 
+    // LayerNorm (GPT-2): also on rows far from zero mean (GPT-2's residual stream drifts), where a
+    // one-pass E[x^2] - E[x]^2 variance would cancel.
+    for (const float shift : {0.0f, 300.0f}) {
+      std::vector<float> xs = x;
+      for (float& v : xs) v += shift;
+      const std::string at = " n=" + std::to_string(n) + " shift=" + std::to_string(static_cast<int>(shift));
+      ref::layer_norm(xs.data(), w.data(), y.data(), 1e-5f, n, e.data());
+      k().layer_norm(xs.data(), w.data(), y.data(), 1e-5f, n, a.data());
+      expect_close(tag("layer_norm" + at), e.data(), a.data(), n, 1e-5f, 1e-4f);
+      a = xs;  // in place
+      k().layer_norm(a.data(), w.data(), y.data(), 1e-5f, n, a.data());
+      expect_close(tag("layer_norm in place" + at), e.data(), a.data(), n, 1e-5f, 1e-4f);
+    }
+
+    ref::gelu(x.data(), n, e.data());
+    k().gelu(x.data(), n, a.data());
+    expect_close(tag("gelu n=" + std::to_string(n)), e.data(), a.data(), n, 1e-6f, 1e-5f);
+    a = x;  // in place, as the FFN calls it
+    k().gelu(a.data(), n, a.data());
+    expect_close(tag("gelu in place"), e.data(), a.data(), n, 1e-6f, 1e-5f);
+
     e = x;
     a = x;
     ref::softmax(e.data(), n);
@@ -302,6 +323,9 @@ TEST_P(KernelsTest, ExpKernelsWideRange) {
     ref::gelu_mul(x.data(), up.data(), n, e.data());
     k().gelu_mul(x.data(), up.data(), n, a.data());
     expect_close(tag("gelu_mul wide"), e.data(), a.data(), n, 1e-6f, 2e-6f);
+    ref::gelu(x.data(), n, e.data());
+    k().gelu(x.data(), n, a.data());
+    expect_close(tag("gelu wide"), e.data(), a.data(), n, 1e-6f, 2e-6f);
   }
 }
 

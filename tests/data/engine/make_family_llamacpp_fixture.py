@@ -2,7 +2,8 @@
 """Records llama.cpp's outputs on random tiny models of one family made by `anelm make-model`, as the
 fixture tests/engine/<arch>_llamacpp_test.cpp holds anelm against (granite_tiny_llamacpp.json,
 smollm3_tiny_llamacpp.json, phi3_tiny_llamacpp.json, gemma3_tiny_llamacpp.json: its 64-position
-sliding window is crossed by the 'mid' and 'long' prompts). Needs the peer kit (shared/peers/bin) and a
+sliding window is crossed by the 'mid' and 'long' prompts; gpt2_tiny_llamacpp.json: its 'long' prompt is
+440 tokens, as the tiny file has 512 learned positions). Needs the peer kit (shared/peers/bin) and a
 built anelm.
 
   python3 tests/data/engine/make_family_llamacpp_fixture.py --arch granite --anelm build/anelm \\
@@ -32,6 +33,10 @@ PROMPTS = {
     "mid": [(i * 37 + 5) % 512 for i in range(1, 61)],
     "long": {"count": 700, "mul": 7919, "add": 13, "mod": 512},
 }
+
+
+# GPT-2's tiny file has learned positions for 512 tokens only: prompt + 32 generated must fit.
+PROMPTS_BY_ARCH = {"gpt2": dict(PROMPTS, long={"count": 440, "mul": 7919, "add": 13, "mod": 512})}
 
 
 def ids_of(p):
@@ -66,12 +71,13 @@ def teacher_forced(peers, model, prompt, gen, fa):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--arch", required=True, choices=["granite", "smollm3", "phi3", "gemma3"])
+    ap.add_argument("--arch", required=True, choices=["granite", "smollm3", "phi3", "gemma3", "gpt2"])
     ap.add_argument("--anelm", default="build/anelm")
     ap.add_argument("--peers", default="../shared/peers/bin")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=SEED, help="weight seed (the gemma3 fixture: 13, whose f32 paths have wider near ties than 7)")
     a = ap.parse_args()
+    prompts = PROMPTS_BY_ARCH.get(a.arch, PROMPTS)
     fx = {
         "_comment": f"llama.cpp v0.5.0 (shared/peers) on `anelm make-model --arch {a.arch} --shape tiny --dtype "
                     f"{{f32,f16,q8_0}} --seed {a.seed}` (synthetic 512-token vocab): llamacpp-generate --prompt-ids ... "
@@ -79,7 +85,7 @@ def main():
                     f"`python3 tests/data/engine/make_family_llamacpp_fixture.py --arch {a.arch} --seed {a.seed} --out <this file>`. "
                     "The 'long' prompt is ids (i*mul+add) % mod for i in 1..count.",
         "seed": a.seed,
-        "prompts": PROMPTS,
+        "prompts": prompts,
         "llamacpp_ctx": {},
         "generated": {},
         "teacher_forced_note": "llamacpp-logits --top 2 --fa on over prompt + generated[:-1]: llama.cpp's top id, its "
@@ -95,7 +101,7 @@ def main():
             subprocess.run([a.anelm, "make-model", "--arch", a.arch, "--shape", "tiny", "--dtype", t,
                             "--seed", str(a.seed), "--out", model], check=True, capture_output=True)
             fx["generated"][t] = {}
-            for name, p in PROMPTS.items():
+            for name, p in prompts.items():
                 prompt = ids_of(p)
                 res = run_json([os.path.join(a.peers, "llamacpp-generate"), model, "--prompt-ids",
                                 " ".join(map(str, prompt)), "--n", str(N), "--threads", "2"])
