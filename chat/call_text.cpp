@@ -11,17 +11,44 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// The arguments as the model would write them: the text itself when it is a JSON object (kept
-// byte for byte, so a history round-trips exactly), else as a JSON value.
+// A JSON value as Python's json.dumps writes it (", " and ": " separators, non-ASCII kept): how the
+// models' documented usage (and transformers' tojson) prints arguments.
+void append_py_json(std::string& out, const json& v) {
+  if (v.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [k, x] : v.items()) {
+      if (!first) out += ", ";
+      first = false;
+      out += json(k).dump() + ": ";
+      append_py_json(out, x);
+    }
+    out += '}';
+  } else if (v.is_array()) {
+    out += '[';
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ", ";
+      append_py_json(out, v[i]);
+    }
+    out += ']';
+  } else {
+    out += v.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+// The arguments as the model would write them: a JSON-object text is kept byte for byte (a history
+// round-trips exactly), an object (the request parser's form) is printed as json.dumps does, any
+// other value is a JSON value.
 std::string arguments_text(const json& args) {
   if (args.is_string()) {
     const std::string& s = args.get_ref<const std::string&>();
     const auto first = s.find_first_not_of(" \t\r\n");
     if (first != std::string::npos && s[first] == '{' && detail::is_json_text(s, kMaxJsonDepth + 1)) return s;
-    return args.dump();
   }
   if (args.is_null()) return "{}";
-  return args.dump();
+  std::string out;
+  append_py_json(out, args);
+  return out;
 }
 
 }  // namespace

@@ -217,7 +217,7 @@ TEST(TokenCallsHistory, WrittenAsTheModelWritesThem) {
             R"(<|tool_call|>[{"name": "get_weather", "arguments": {"location": "NYC"}}])");
   EXPECT_EQ(tool_calls_text(ToolSyntax::kPhi4, kHistoryCalls),
             R"(<|tool_call|>[{"name": "get_weather", "arguments": {"location": "NYC"}}, )"
-            R"({"name": "add", "arguments": {"a":3,"b":4}}]<|/tool_call|>)");
+            R"({"name": "add", "arguments": {"a": 3, "b": 4}}]<|/tool_call|>)");
   EXPECT_EQ(tool_calls_text(ToolSyntax::kHermes, kHistoryCalls), "");
   EXPECT_THROW(tool_calls_text(ToolSyntax::kGranite, json::parse(R"([{"function": {"arguments": "{}"}}])")),
                std::invalid_argument);
@@ -226,7 +226,7 @@ TEST(TokenCallsHistory, WrittenAsTheModelWritesThem) {
 TEST(TokenCallsHistory, WrittenCallsParseBack) {
   for (const ChatFormat& f : {kGranite, kPhi4}) {
     const std::string text = tool_calls_text(f.tools, kHistoryCalls);
-    expect_parse_and_stream(text, f, opts(), msg("", {{"get_weather", R"({"location": "NYC"})"}, {"add", R"({"a":3,"b":4})"}}));
+    expect_parse_and_stream(text, f, opts(), msg("", {{"get_weather", R"({"location": "NYC"})"}, {"add", R"({"a": 3, "b": 4})"}}));
   }
 }
 
