@@ -260,8 +260,8 @@ bool Machine::block_step(char c) {
         trailer_buf_.push_back(c);
         return true;
       }
-      const std::string_view close = tool_close(tools_);
-      if (c == close[trailer_k_]) {
+      const std::string_view close = tool_close(tools_);  // non-empty for the syntaxes that get here
+      if (trailer_k_ < close.size() && c == close[trailer_k_]) {
         trailer_buf_.push_back(c);
         if (++trailer_k_ == close.size()) end_block();
         return true;
