@@ -23,6 +23,18 @@
 //            One block per call; parallel calls are several blocks. Qwen3-Coder, Qwen3.5, Nemotron 3
 //            Nano, Step 3.5. The arguments are not JSON in the output: ToolCall::arguments is a JSON
 //            object synthesised from the parameters (see "Decisions").
+//  kGranite  <|tool_call|>[{"name": "f", "arguments": {...}}, ...]
+//            A JSON array of call objects after the <|tool_call|> special token, no closing marker
+//            (the turn ends with <|end_of_text|>); a single object instead of the array is accepted,
+//            and several <|tool_call|> blocks are several calls. Granite 3.x (3.0-3.3): its template
+//            lists the tools in an "available_tools" turn and tells the model to "respond only with
+//            <|tool_call|> followed by a JSON list of tools used".
+//  kPhi4     <|tool_call|>[{"name": "f", "arguments": {...}}, ...]<|/tool_call|>
+//            The same array, closed by <|/tool_call|> (a missing closing marker is tolerated; a
+//            single object is accepted). Phi-4-mini / Phi-4-multimodal: their template does not read
+//            `tools`; the tools go into the system message's "tools" field as a JSON string, which
+//            it renders between <|tool|> and <|/tool|> (the server puts them there, see
+//            ChatPrompt). Phi-3 / Phi-3.5-mini have no tool syntax: kNone (generic envelope).
 //  kGeneric  The template takes `tools` but uses no syntax known here. The server forces (with a
 //            grammar, see generic_envelope_schema()) the whole reply to be ONE JSON document:
 //              {"tool_calls": [{"name": "f", "arguments": {...}}, ...]}
@@ -30,6 +42,14 @@
 //              {"response": "text"}
 //            ({"tool_call": {"name": ..., "arguments": ...}} is accepted too, as llama.cpp's
 //            generic format). The decoded "response" string is the content.
+//            A template that does not read `tools` at all (kNone: Gemma 2 / Gemma 3, Phi-3.5-mini,
+//            the SmolLM3 template in ../shared) gets the same envelope from the server: the tools are
+//            described in the system prompt (or, when the template refuses a system role, at the
+//            start of the first user turn; Gemma 3's own template folds the system prompt into
+//            that turn), earlier calls and results are written as the envelope's JSON. Gemma 3 has
+//            no tool tokens and no trained call syntax (Google's guide prompts a format of the
+//            user's choosing), so this prompted convention is its syntax here, as in llama.cpp.
+//            (SmolLM3's own template, with xml_tools and <tool_call>, detects as kHermes.)
 //  In every JSON call object the arguments key may be "arguments" or "parameters", keys may come
 //  in any order, extra keys ("id") are ignored, and the arguments may be an object or a JSON
 //  string that holds an object ("arguments": "{\"a\": 1}"). Inside explicit markup a call without
@@ -78,6 +98,9 @@
 //    ended it): a partial marker at the end ("<tool_ca", "<thi") and a call block that did not
 //    complete are dropped, neither content nor calls (the markup never finished, so it is not the
 //    model's text). At a natural end they are content, as above.
+//  * kGranite / kPhi4 templates do not render an assistant's earlier calls (only its content);
+//    ChatFormat::template_renders_calls is false then, and the server writes such a turn's calls
+//    as the model's own text (tool_calls_text()) in its content.
 //  * Call ids are generated, never taken from the model: "call_" + 24 alphanumerics, or 9
 //    alphanumerics for kMistral (its templates require that). ParseOptions::id_seed makes them
 //    reproducible.
@@ -95,7 +118,7 @@
 
 namespace anelm::chat {
 
-enum class ToolSyntax { kNone, kHermes, kLlama3, kMistral, kGeneric, kQwenXml };
+enum class ToolSyntax { kNone, kHermes, kLlama3, kMistral, kGeneric, kQwenXml, kGranite, kPhi4 };
 enum class ReasoningSyntax {
   kNone,
   kThinkTags /* <think>...</think> */,
@@ -111,6 +134,7 @@ struct ChatFormat {
   ToolSyntax tools = ToolSyntax::kNone;
   ReasoningSyntax reasoning = ReasoningSyntax::kNone;
   bool template_accepts_tools = false;  // the template reads the `tools` variable
+  bool template_renders_calls = false;  // the template reads `tool_calls` (an assistant's calls)
   MistralForm mistral_form = MistralForm::kJsonArray;
 };
 
@@ -121,6 +145,8 @@ struct ChatFormat {
 //     (<function=, <parameter=, <arg_key>, <invoke, <tool_calls>) → kHermes;
 //   Llama 3 headers (<|start_header_id|>) with "<|python_tag|>" or a "parameters" JSON key, and no
 //     <function= → kLlama3;
+//   "<|/tool_call|>", or "<|tool|>" with "<|/tool|>" (Phi-4-mini's tool list) → kPhi4;
+//   "<|tool_call|>" otherwise → kGranite;
 //   otherwise a template whose Jinja code reads the variable `tools` → kGeneric, else kNone.
 //   "<think>" → kThinkTags, else "[THINK]" → kThinkBrackets.
 ChatFormat detect_chat_format(std::string_view template_source);
@@ -257,6 +283,14 @@ nlohmann::ordered_json tool_arguments_schema(const nlohmann::ordered_json& tools
 // or, when allow_response (tool_choice=auto), alternatively {"response": string}.
 nlohmann::ordered_json generic_envelope_schema(const nlohmann::ordered_json& tools, const std::string& only_name,
                                        bool allow_response, bool parallel);
+
+// An assistant turn's calls ([{"function": {"name", "arguments"}}, ...] as in OpenAI messages;
+// arguments a JSON string or an object) as the model writes them in `syntax`: kGranite
+// <|tool_call|>[{"name": ..., "arguments": ...}, ...], kPhi4 the same closed by <|/tool_call|>.
+// Empty for the other syntaxes (their templates render calls themselves). Arguments that are not
+// a JSON object text are written as a JSON string. Throws std::invalid_argument on a call without
+// a function name.
+std::string tool_calls_text(ToolSyntax syntax, const nlohmann::ordered_json& tool_calls);
 
 const char* to_string(ToolSyntax syntax);
 const char* to_string(ReasoningSyntax syntax);

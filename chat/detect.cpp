@@ -60,6 +60,7 @@ bool code_references(std::string_view src, std::string_view id) {
 ChatFormat detect_chat_format(std::string_view src) {
   ChatFormat f;
   f.template_accepts_tools = code_references(src, "tools");
+  f.template_renders_calls = code_references(src, "tool_calls");
 
   const bool xml_arguments = has(src, "<function=") || has(src, "<parameter=") ||
                              has(src, "<arg_key>") || has(src, "<invoke") ||
@@ -72,6 +73,10 @@ ChatFormat detect_chat_format(std::string_view src) {
     f.tools = ToolSyntax::kQwenXml;
   } else if (has(src, "<tool_call>") && json_arguments && !xml_arguments) {
     f.tools = ToolSyntax::kHermes;
+  } else if (has(src, "<|/tool_call|>") || (has(src, "<|tool|>") && has(src, "<|/tool|>"))) {
+    f.tools = ToolSyntax::kPhi4;
+  } else if (has(src, "<|tool_call|>")) {
+    f.tools = ToolSyntax::kGranite;
   } else if (has(src, "<|start_header_id|>") &&
              (has(src, "<|python_tag|>") || has(src, "\"parameters\"")) &&
              !has(src, "<function=") && f.template_accepts_tools) {
@@ -119,6 +124,10 @@ const char* to_string(ToolSyntax s) {
       return "generic";
     case ToolSyntax::kQwenXml:
       return "qwen_xml";
+    case ToolSyntax::kGranite:
+      return "granite";
+    case ToolSyntax::kPhi4:
+      return "phi4";
   }
   return "?";
 }

@@ -1,7 +1,8 @@
 // The call-block reader of the output parser's state machine (stream_machine.h): block_step()
 // takes one byte inside a tool block. It is a small JSON pushdown reader of call objects (single,
 // in an array, or in the generic {"tool_calls": [...]} / {"tool_call": {...}} / {"response": "..."}
-// envelope), with Mistral's name[CALL_ID]id[ARGS]{...} form and the Hermes closing marker. It
+// envelope), with Mistral's name[CALL_ID]id[ARGS]{...} form and the closing marker of Hermes and
+// Phi-4 (Granite's <|tool_call|>[...] has none: the array ends the block). It
 // finds the name, streams the arguments (raw object text, or a decoded JSON string) and skips
 // other members; false means malformed markup, which the machine turns back into content.
 #include "chat/stream_machine.h"
@@ -259,9 +260,10 @@ bool Machine::block_step(char c) {
         trailer_buf_.push_back(c);
         return true;
       }
-      if (c == kHermesClose[trailer_k_]) {
+      const std::string_view close = tool_close(tools_);  // non-empty for the syntaxes that get here
+      if (trailer_k_ < close.size() && c == close[trailer_k_]) {
         trailer_buf_.push_back(c);
-        if (++trailer_k_ == kHermesClose.size()) end_block();
+        if (++trailer_k_ == close.size()) end_block();
         return true;
       }
       // No closing marker: tolerated, the call stands and what follows is content.
@@ -360,7 +362,7 @@ bool Machine::object_end() {
     case Ctx::kSingle:
       break;
   }
-  if (tools_ == ToolSyntax::kHermes) {
+  if (tools_ == ToolSyntax::kHermes || tools_ == ToolSyntax::kPhi4) {  // a closing marker follows
     trailer_k_ = 0;
     trailer_buf_.clear();
     bs_ = BS::kTrailer;
@@ -374,6 +376,7 @@ bool Machine::array_end() {
   held_.clear();
   switch (tools_) {
     case ToolSyntax::kHermes:
+    case ToolSyntax::kPhi4:
       trailer_k_ = 0;
       trailer_buf_.clear();
       bs_ = BS::kTrailer;

@@ -368,7 +368,7 @@ void Machine::fail_block(bool current_in_held) {
   emit(Delta::Kind::kContent, held_);
   if (!held_.empty()) content_.at_start = false;
   held_.clear();
-  if (tools_ == ToolSyntax::kHermes || tools_ == ToolSyntax::kMistral || tools_ == ToolSyntax::kQwenXml) {
+  if (!tool_trigger(tools_).empty()) {  // Hermes, Mistral, Qwen XML, Granite, Phi-4
     mode_ = Mode::kContent;
     trigger_.reset();
   } else {

@@ -64,6 +64,16 @@ ToolCallShape tool_call_shape(ToolSyntax syntax) {
       s.xml_parameters = true;
       return s;
     }
+    case ToolSyntax::kGranite: {  // one JSON array after the token, no closing marker
+      ToolCallShape s = make_shape("<|tool_call|>", "<|tool_call|>[", "]", ", ");
+      s.parallel_in_one_json = true;
+      return s;
+    }
+    case ToolSyntax::kPhi4: {
+      ToolCallShape s = make_shape("<|tool_call|>", "<|tool_call|>[", "]<|/tool_call|>", ", ");
+      s.parallel_in_one_json = true;
+      return s;
+    }
     case ToolSyntax::kGeneric: {
       ToolCallShape s = make_shape("", "{\"tool_calls\": [", "]}", ", ");
       s.parallel_in_one_json = true;

@@ -51,13 +51,19 @@ std::string chatml_fallback() {
 // the generic JSON reply, a tool result as {"tool_response": ...} (as tojson prints them).
 constexpr const char* kToolCallsJinja = R"JINJA({{- {'tool_calls': calls} | tojson }})JINJA";
 constexpr const char* kToolResponseJinja = R"JINJA({{- {'tool_response': {'tool_call_id': id, 'content': content}} | tojson }})JINJA";
+// Phi-4-mini's tool list as its template takes it: a JSON string in the system message's "tools"
+// field (json.dumps of the function objects, as Microsoft's example passes it).
+constexpr const char* kPhi4ToolsJinja = R"JINJA({{- functions | tojson }})JINJA";
+
 
 // The helpers above, parsed once (they are constants that parse).
 const jinja::Template& parsed(const char* source) {
   static const jinja::Template tools = jinja::Template::parse(kGenericToolsJinja);
   static const jinja::Template calls = jinja::Template::parse(kToolCallsJinja);
   static const jinja::Template response = jinja::Template::parse(kToolResponseJinja);
+  static const jinja::Template phi4_tools = jinja::Template::parse(kPhi4ToolsJinja);
   if (source == kGenericToolsJinja) return tools;
+  if (source == kPhi4ToolsJinja) return phi4_tools;
   return source == kToolCallsJinja ? calls : response;
 }
 
@@ -153,6 +159,37 @@ json tool_turns_as_text(const json& messages) {
   return out;
 }
 
+// The templates of kGranite and kPhi4 render only a message's content: an assistant's earlier calls
+// become its content in the model's own syntax (chat::tool_calls_text), and Phi-4-mini's template,
+// which does not read `tools`, gets them in the system message (a default one when there is none,
+// as in its model card).
+json native_tool_turns(json messages, const json& tools, const chat::ChatFormat& format) {
+  if (format.tools != chat::ToolSyntax::kGranite && format.tools != chat::ToolSyntax::kPhi4) return messages;
+  if (!format.template_renders_calls) {
+    for (json& m : messages) {
+      if (m.value("role", "") != "assistant" || !m.contains("tool_calls") || !m["tool_calls"].is_array() ||
+          m["tool_calls"].empty())
+        continue;
+      const json content = m.contains("content") ? m["content"] : json();
+      std::string text = content.is_null() ? std::string() : content_text(content);
+      try {
+        text += chat::tool_calls_text(format.tools, m["tool_calls"]);
+      } catch (const std::invalid_argument& e) {
+        throw invalid_field("messages", e.what());
+      }
+      m["content"] = text;
+    }
+  }
+  if (format.tools == chat::ToolSyntax::kPhi4 && !format.template_accepts_tools && tools.is_array() && !tools.empty()) {
+    json functions = json::array();
+    for (const json& t : tools) functions.push_back(t.is_object() && t.contains("function") ? t["function"] : t);
+    if (messages.empty() || messages[0].value("role", "") != "system")
+      messages.insert(messages.begin(), json{{"role", "system"}, {"content", "You are a helpful assistant with some tools."}});
+    messages[0]["tools"] = render_helper(kPhi4ToolsJinja, {{"functions", functions}});
+  }
+  return messages;
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("--chat-template: cannot read " + path);
@@ -208,7 +245,11 @@ std::string ChatPrompt::render(const json& messages, const json& tools, bool add
                                const json& kwargs) const {
   if (tools_in_system_prompt_ && !tools.empty())
     return render_generic_tools(normalized(messages, false), tools, add_generation_prompt, kwargs);
-  return render_template(normalized(messages, content_as_parts_), tools, add_generation_prompt, kwargs);
+  // No tools offered (tool_choice none) to a template without tools: earlier tool turns still become
+  // the text turns it can render.
+  json msgs = normalized(messages, content_as_parts_);
+  if (tools_in_system_prompt_) msgs = tool_turns_as_text(msgs);
+  return render_template(native_tool_turns(std::move(msgs), tools, format_), tools, add_generation_prompt, kwargs);
 }
 
 std::string ChatPrompt::render_generic_tools(json messages, const json& tools, bool add_generation_prompt,

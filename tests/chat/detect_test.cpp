@@ -67,6 +67,8 @@ const std::map<std::string, Expected>& expected_formats() {
       {"Mistral-Small-3.2-24B-Instruct-2506.jinja", {M, R0, true}},
       {"unsloth-mistral-Devstral-Small-2507.jinja", {M, R0, true}},
       {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", {M, B, true}},
+      // Granite 3.x: <|tool_call|>[{"name", "arguments"}, ...]
+      {"ibm-granite-granite-3.3-2B-Instruct.jinja", {ToolSyntax::kGranite, T, true}},
       // Reasoning only, no tools variable
       {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", {N, T, false}},
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", {N, T, false}},
@@ -109,7 +111,6 @@ const std::map<std::string, Expected>& expected_formats() {
       {"llama-cpp-deepseek-r1.jinja", {G, T, true}},
       {"google-gemma-4-31B-it-interleaved.jinja", {G, R0, true}},
       {"google-gemma-4-31B-it.jinja", {G, R0, true}},
-      {"ibm-granite-granite-3.3-2B-Instruct.jinja", {G, T, true}},
       {"inclusionai-ling-3.0-flash.jinja", {G, T, true}},
       {"meetkai-functionary-medium-v3.1.jinja", {G, R0, true}},  // <function=...>, not Llama 3 JSON
       {"meetkai-functionary-medium-v3.2.jinja", {G, R0, true}},

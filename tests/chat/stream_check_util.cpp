@@ -113,7 +113,7 @@ namespace {
 const char* const kMarkers[] = {"<tool_call>",  "</tool_call>",  "<think>",   "</think>",
                                 "[TOOL_CALLS]", "[ARGS]",        "[CALL_ID]", "[THINK]",
                                 "[/THINK]",     "<|python_tag|>", "<function=", "<parameter=",
-                                "</parameter>", "</function>"};
+                                "</parameter>", "</function>", "<|tool_call|>", "<|/tool_call|>"};
 
 std::string cuts_text(const std::vector<std::size_t>& cuts) {
   std::string s;

@@ -421,5 +421,32 @@ TEST_F(OutputConstraintTest, MistralAndGenericShapes) {
   EXPECT_FALSE(follows(*g2, "hello"));
 }
 
+// Granite 3.x and Phi-4-mini: a forced call is <|tool_call|>[PAYLOAD] (Phi-4: closed by
+// <|/tool_call|>), one payload per call in the array; the turn may end only after the markup.
+TEST_F(OutputConstraintTest, GraniteAndPhi4ForcedCalls) {
+  for (const chat::ToolSyntax syntax : {chat::ToolSyntax::kGranite, chat::ToolSyntax::kPhi4}) {
+    const chat::ChatFormat f{syntax, chat::ReasoningSyntax::kNone, true};
+    const std::string close = syntax == chat::ToolSyntax::kPhi4 ? "<|/tool_call|>" : "";
+    json body = chat_body();
+    body["tools"] = weather_tools();
+    body["tool_choice"] = json{{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+    auto c = make(body, &f);
+    ASSERT_TRUE(follows(*c, R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}])"))
+        << chat::to_string(syntax);
+    EXPECT_EQ(c->allows(im_end()), close.empty()) << chat::to_string(syntax);
+    if (!close.empty()) {
+      ASSERT_TRUE(follows(*c, close));
+      EXPECT_TRUE(c->allows(im_end()));
+    }
+    EXPECT_FALSE(follows(*make(body, &f), R"(<tool_call>{"name": "get_weather")")) << "the model's own markup only";
+    EXPECT_FALSE(follows(*make(body, &f), R"(<|tool_call|>[{"name": "add", )")) << "the named tool only";
+    body["tool_choice"] = "required";
+    auto r = make(body, &f);
+    EXPECT_TRUE(follows(*r, R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "c"}}, )"
+                            R"({"name": "get_weather", "arguments": {"city": "Rome"}}])" + close))
+        << "parallel calls share one array";
+  }
+}
+
 }  // namespace
 }  // namespace anelm::server

@@ -5,7 +5,8 @@
 # EXTRA_CHECK: a script run after check.mjs against the same server: a *.mjs is run with node and the
 # /v1 base URL (like check.mjs), anything else is executed with the root URL (readme_examples.sh).
 # ANELM_SDK_SKIP_BASIC=1 runs only EXTRA_CHECK (for a model too slow for check.mjs's generic run, e.g.
-# the 0.8B-shape Qwen3.5 of qwen35_check.mjs).
+# the 0.8B-shape Qwen3.5 of qwen35_check.mjs). ANELM_SDK_SERVE_ARGS: extra `serve` flags (e.g.
+# "--chat-template FILE"; split on spaces).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:?usage: run.sh BINARY MODEL}"
@@ -18,7 +19,8 @@ if [ ! -d "$here/node_modules/openai" ]; then
 fi
 
 log="$(mktemp /tmp/anelm-serve.XXXXXX.log)"
-"$bin" serve --model "$model" --host 127.0.0.1 --port 0 >"$log" 2>&1 &
+# shellcheck disable=SC2086  # ANELM_SDK_SERVE_ARGS: extra serve flags, split on spaces (no spaces in paths)
+"$bin" serve --model "$model" --host 127.0.0.1 --port 0 ${ANELM_SDK_SERVE_ARGS:-} >"$log" 2>&1 &
 pid=$!
 cleanup() {
   if kill -0 "$pid" 2>/dev/null; then

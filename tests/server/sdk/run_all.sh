@@ -3,7 +3,8 @@
 # stories260K.gguf (Llama, SentencePiece) and a generated tiny qwen2 model with the real Qwen2.5 tokenizer
 # and chat template; the qwen2 runs also run tools_check.mjs (tool calling and structured output) and
 # responses_check.mjs (the Responses API) and anthropic_check.mjs (the Anthropic Messages API); and
-# qwen35_check.mjs (Qwen3.5 XML tool calls and reasoning_content) on a random 0.8B-shape Qwen3.5.
+# qwen35_check.mjs (Qwen3.5 XML tool calls and reasoning_content) on a random 0.8B-shape Qwen3.5; and
+# families_check.mjs (one tool-call round trip each for Granite 3.3, Phi-4-mini, SmolLM3 and Gemma).
 # Usage: run_all.sh BUILD_DIR. Skips (exit 0, with a message) when ../shared is absent.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,6 +36,26 @@ status=0
 "$here/run.sh" "$build/anelm" "$qwen" "$here/tools_check.mjs" || status=1
 "$here/run.sh" "$build/anelm" "$qwen" "$here/responses_check.mjs" || status=1
 "$here/run.sh" "$build/anelm" "$qwen" "$here/anthropic_check.mjs" || status=1
+
+# Tool-call round trips for the other families (families_check.mjs): a tiny random model of each with the
+# synthetic vocab, served with the family's real template: Granite 3.3 (<|tool_call|>[...]), Phi-4-mini
+# (<|tool_call|>[...]<|/tool_call|>; its template is tests/chat/data/), SmolLM3 and Gemma (the templates in
+# ../shared do not read `tools`: the generic JSON envelope). Gemma 3's own template is not in ../shared;
+# Gemma 2's has the same turns and, like it, no tools. About 10 s in all.
+for fam in "granite granite ibm-granite-granite-3.3-2B-Instruct.jinja" \
+           "phi3 phi4 $root/tests/chat/data/microsoft-Phi-4-mini-instruct.jinja" \
+           "smollm3 generic HuggingFaceTB-SmolLM3-3B.jinja" \
+           "gemma3 generic google-gemma-2-2b-it.jinja"; do
+  read -r arch syntax tmpl <<<"$fam"
+  case "$tmpl" in /*) ;; *) tmpl="$shared/models/chat-templates/$tmpl" ;; esac
+  out="$work/tiny-$arch.gguf"
+  if ! "$build/anelm" make-model --arch "$arch" --shape tiny --dtype f16 --out "$out" --seed 5 >/dev/null; then
+    echo "sdk tests: make-model --arch $arch failed"; status=1; continue
+  fi
+  ANELM_SDK_SKIP_BASIC=1 ANELM_SDK_SYNTAX="$syntax" ANELM_SDK_SERVE_ARGS="--chat-template $tmpl" \
+    "$here/run.sh" "$build/anelm" "$out" "$here/families_check.mjs" || status=1
+  rm -f "$out"
+done
 
 # Qwen3.5: a random 0.8B-shape qwen35 GGUF with the real Qwen3.5 template and the Qwen3 special tokens
 # (make_random_qwen35_gguf.py; deterministic, ~0.8 GB, ~10 s), kept in the build dir and remade when the
