@@ -155,6 +155,13 @@ ChatFormat detect_chat_format(std::string_view template_source);
 // the open marker: DeepSeek-R1 distills and QwQ ("<think>\n"). Use it for starts_in_reasoning.
 bool prompt_opens_reasoning(std::string_view rendered_prompt, const ChatFormat& format);
 
+// The literal markers the output parser reads for `format`: the tool-call block's open and close,
+// Mistral's argument markers, Llama 3's <|python_tag|>, the reasoning block's open and close. A
+// vocabulary may hold one as a control token (Granite's and Phi-4-mini's <|tool_call|>): the
+// detokenizer must then keep it as text and an output constraint must be able to emit it, or a call
+// the model opens reaches the client as plain text (llama.cpp's "preserved tokens").
+std::vector<std::string_view> format_markers(const ChatFormat& format);
+
 struct ToolCall {
   std::string id;
   std::string name;

@@ -2,6 +2,7 @@
 #include <cctype>
 
 #include "chat/chat_format.h"
+#include "chat/stream_markers.h"
 
 namespace anelm::chat {
 namespace {
@@ -108,6 +109,27 @@ bool prompt_opens_reasoning(std::string_view prompt, const ChatFormat& format) {
   while (!prompt.empty() && std::isspace(static_cast<unsigned char>(prompt.back())))
     prompt.remove_suffix(1);
   return prompt.size() >= open.size() && prompt.substr(prompt.size() - open.size()) == open;
+}
+
+std::vector<std::string_view> format_markers(const ChatFormat& format) {
+  using namespace detail;
+  std::vector<std::string_view> out;
+  auto add = [&](std::string_view m) {
+    if (!m.empty()) out.push_back(m);
+  };
+  add(tool_trigger(format.tools));
+  add(tool_close(format.tools));
+  if (format.tools == ToolSyntax::kMistral) {
+    add(kArgsMarker);
+    add(kCallIdMarker);
+  }
+  if (format.tools == ToolSyntax::kLlama3) add(kPythonTag);
+  if (format.reasoning != ReasoningSyntax::kNone) {
+    const ThinkMarkers t = think_markers(format.reasoning);
+    add(t.open);
+    add(t.close);
+  }
+  return out;
 }
 
 const char* to_string(ToolSyntax s) {

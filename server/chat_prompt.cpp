@@ -1,6 +1,7 @@
 // The model's chat template through the jinja engine; errors become 400s that name the cause.
 #include "server/chat_prompt.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <fstream>
@@ -321,6 +322,18 @@ std::string ChatPrompt::render_template(const json& messages, const json& tools,
   } catch (const jinja::Error& e) {
     throw invalid_field("messages", std::string("the chat template failed: ") + e.what());
   }
+}
+
+std::vector<int> preserved_token_ids(const tok::Tokenizer& tk, const chat::ChatFormat& format) {
+  const std::vector<std::string_view> markers = chat::format_markers(format);
+  std::vector<int> ids;
+  if (markers.empty()) return ids;
+  for (int id = 0; id < tk.vocab_size(); ++id) {
+    if (!tk.is_special(id)) continue;
+    const std::string text = tk.token_bytes(id);
+    if (std::find(markers.begin(), markers.end(), text) != markers.end()) ids.push_back(id);
+  }
+  return ids;
 }
 
 }  // namespace anelm::server

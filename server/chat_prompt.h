@@ -5,12 +5,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_format.h"
 #include "jinja/jinja.h"
 #include "server/api_request.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace anelm::server {
@@ -64,5 +66,10 @@ class ChatPrompt {
   bool tools_in_system_prompt_ = false;  // the template does not render `tools`
   nlohmann::ordered_json specials_ = nlohmann::ordered_json::object();  // bos_token, eos_token
 };
+
+// The ids of `format`'s markers (chat::format_markers) that the vocabulary holds as control tokens
+// (Granite's and Phi-4-mini's <|tool_call|>, Llama 3's <|python_tag|>): the output keeps them as
+// text and an output constraint may emit them, as llama.cpp's preserved tokens. Usually empty.
+std::vector<int> preserved_token_ids(const tok::Tokenizer& tokenizer, const chat::ChatFormat& format);
 
 }  // namespace anelm::server

@@ -56,8 +56,10 @@ class TextAssembler {
   // `context`: the prompt ids (SentencePiece keeps the first piece's space after a prompt).
   // `calls`: when set, stop strings apply only outside tool calls; this parser (a second instance of
   // the choice's output parser, fed the text before the stop strings see it) tells where they are.
+  // `keep`: special ids emitted as text (ModelRuntime::preserved_tokens).
   TextAssembler(const tok::Tokenizer& tokenizer, const std::vector<int>& context,
-                std::vector<std::string> stops, std::unique_ptr<OutputParser> calls = nullptr);
+                std::vector<std::string> stops, std::unique_ptr<OutputParser> calls = nullptr,
+                std::vector<int> keep = {});
   std::string push(int id);   // text safe to emit after this token
   std::string finish();       // the held-back remainder at the end (nothing after a stop string)
   bool stopped() const { return stop_.stopped(); }

@@ -292,14 +292,14 @@ OutputConstraintSpec output_constraint_for(const GenerationFields& f, const Chat
   return spec;
 }
 
-std::shared_ptr<const ConstraintVocab> ConstraintVocab::build(const tok::Tokenizer& tk) {
+std::shared_ptr<const ConstraintVocab> ConstraintVocab::build(const tok::Tokenizer& tk, const std::vector<int>& preserved) {
   const int n = tk.vocab_size();
   std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<bool> usable(static_cast<size_t>(n));
   std::vector<int> eog;
   for (int id = 0; id < n; ++id) {
     if (tk.is_eog(id)) eog.push_back(id);
-    if (tk.is_special(id)) continue;
+    if (tk.is_special(id) && std::find(preserved.begin(), preserved.end(), id) == preserved.end()) continue;
     bytes[static_cast<size_t>(id)] = tk.token_bytes(id);
     usable[static_cast<size_t>(id)] = !bytes[static_cast<size_t>(id)].empty();
   }

@@ -21,7 +21,9 @@ namespace anelm::server {
 // The vocabulary as the grammar sees it, built once per model.
 struct ConstraintVocab {
   std::shared_ptr<const grammar::Vocab> grammar;  // also each token's output bytes (empty for special tokens)
-  static std::shared_ptr<const ConstraintVocab> build(const tok::Tokenizer& tokenizer);
+  // `preserved`: special ids the output keeps as text (preserved_token_ids): usable by their text.
+  static std::shared_ptr<const ConstraintVocab> build(const tok::Tokenizer& tokenizer,
+                                                      const std::vector<int>& preserved = {});
 };
 
 struct OutputConstraintSpec {

@@ -30,7 +30,10 @@ void ServerContext::set_ready(ModelRuntime rt) {
   if (!rt_.chat) rt_.chat = ChatPrompt::for_model(rt_.tokenizer->vocab(), opts_.chat_template);
   spdlog::info("chat template source={} tool_syntax={} reasoning={}", rt_.chat->origin(),
                chat::to_string(rt_.chat->format().tools), chat::to_string(rt_.chat->format().reasoning));
-  if (!rt_.constraint_vocab) rt_.constraint_vocab = ConstraintVocab::build(*rt_.tokenizer);
+  rt_.preserved_tokens = preserved_token_ids(*rt_.tokenizer, rt_.chat->format());
+  for (int id : rt_.preserved_tokens)
+    spdlog::info("control token {} '{}' is a chat marker: kept as text in outputs", id, rt_.tokenizer->token_bytes(id));
+  if (!rt_.constraint_vocab) rt_.constraint_vocab = ConstraintVocab::build(*rt_.tokenizer, rt_.preserved_tokens);
   n_ctx_ = rt_.engine->ctx();
   stats_ = rt_.engine->stats();
   worker_ = std::make_unique<EngineWorker>(*rt_.engine, opts_.max_queue, &metrics_);

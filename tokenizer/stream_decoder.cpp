@@ -1,6 +1,8 @@
 // Incremental UTF-8 assembly over token pieces.
 #include "tokenizer/stream_decoder.h"
 
+#include <algorithm>
+
 #include "tokenizer/unicode.h"
 
 namespace anelm::tok {
@@ -62,8 +64,9 @@ std::string take_complete_utf8(std::string& bytes) {
   return out;
 }
 
-StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, const std::vector<int>& context, bool skip_special)
-    : tok_(tokenizer), skip_special_(skip_special) {
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, const std::vector<int>& context, bool skip_special,
+                             std::vector<int> keep)
+    : tok_(tokenizer), skip_special_(skip_special), keep_(std::move(keep)) {
   strip_space_ = context.empty() && tokenizer.vocab().kind == VocabKind::kSentencePiece &&
                  tokenizer.vocab().add_space_prefix;
 }
@@ -74,7 +77,7 @@ std::string StreamDecoder::push(int id) {
   const VocabData& v = tok_.vocab();
   const bool strip = strip_space_ && !(skip_special_ && v.add_bos && v.bos_id >= 0 && id == v.bos_id);
   strip_space_ = false;
-  if (skip_special_ && tok_.is_special(id)) return {};
+  if (skip_special_ && tok_.is_special(id) && std::find(keep_.begin(), keep_.end(), id) == keep_.end()) return {};
   std::string piece = tok_.token_bytes(id);
   if (strip && !piece.empty() && piece.front() == ' ') piece.erase(0, 1);
   pending_ += piece;

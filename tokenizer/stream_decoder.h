@@ -17,9 +17,11 @@ class StreamDecoder {
   // `context`: the ids that precede the stream (the prompt). With an SPM space prefix and an empty
   // context, the first id's piece loses one leading space exactly as in Tokenizer::decode(ids,
   // skip_special); a non-empty context means the stream continues a text and keeps its spaces.
-  // skip_special: control/unknown tokens (e.g. <|im_end|>, </s>) produce no text.
+  // skip_special: control/unknown tokens (e.g. <|im_end|>, </s>) produce no text, except those in
+  // `keep` (a chat format's markers that the vocabulary holds as control tokens, e.g. <|tool_call|>:
+  // the output parser must read them).
   explicit StreamDecoder(const Tokenizer& tokenizer, const std::vector<int>& context = {},
-                         bool skip_special = true);
+                         bool skip_special = true, std::vector<int> keep = {});
 
   // Adds one token; returns the newly completed text (possibly empty).
   std::string push(int id);
@@ -33,6 +35,7 @@ class StreamDecoder {
  private:
   const Tokenizer& tok_;
   bool skip_special_;
+  std::vector<int> keep_;  // special ids decoded as text anyway (a handful: a linear scan)
   bool strip_space_;     // the first pushed id's piece loses one leading space
   std::string pending_;  // bytes of an incomplete character
   std::string text_;
