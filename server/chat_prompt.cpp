@@ -324,14 +324,20 @@ std::string ChatPrompt::render_template(const json& messages, const json& tools,
   }
 }
 
-std::vector<int> preserved_token_ids(const tok::Tokenizer& tk, const chat::ChatFormat& format) {
+std::vector<int> preserved_token_ids(const tok::Tokenizer& tk, const chat::ChatFormat& format,
+                                     const std::vector<int>* candidates) {
   const std::vector<std::string_view> markers = chat::format_markers(format);
   std::vector<int> ids;
-  if (markers.empty()) return ids;
-  for (int id = 0; id < tk.vocab_size(); ++id) {
-    if (!tk.is_special(id)) continue;
+  auto consider = [&](int id) {
+    if (!tk.is_special(id)) return;
     const std::string text = tk.token_bytes(id);
     if (std::find(markers.begin(), markers.end(), text) != markers.end()) ids.push_back(id);
+  };
+  if (markers.empty()) return ids;
+  if (candidates) {
+    for (int id : *candidates) consider(id);
+  } else {
+    for (int id = 0; id < tk.vocab_size(); ++id) consider(id);
   }
   return ids;
 }

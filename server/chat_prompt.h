@@ -70,6 +70,9 @@ class ChatPrompt {
 // The ids of `format`'s markers (chat::format_markers) that the vocabulary holds as control tokens
 // (Granite's and Phi-4-mini's <|tool_call|>, Llama 3's <|python_tag|>): the output keeps them as
 // text and an output constraint may emit them, as llama.cpp's preserved tokens. Usually empty.
-std::vector<int> preserved_token_ids(const tok::Tokenizer& tokenizer, const chat::ChatFormat& format);
+// `candidates`: only those ids are looked at (a request's subset of the model's list); null: the
+// whole vocabulary (once, at start-up).
+std::vector<int> preserved_token_ids(const tok::Tokenizer& tokenizer, const chat::ChatFormat& format,
+                                     const std::vector<int>* candidates = nullptr);
 
 }  // namespace anelm::server

@@ -76,10 +76,10 @@ const std::string& choice_echo(const PreparedGeneration& g, int i) {
 
 // The output state of one choice, shared by the streaming and the non-streaming paths.
 struct ChoiceState {
-  ChoiceState(const ModelRuntime& m, const PreparedGeneration& g, int index)
-      : tok(*m.tokenizer), text(tok, choice_prompt(g, index), g.stop_scope == StopScope::kNowhere ? std::vector<std::string>{} : g.stop,
+  ChoiceState(const tok::Tokenizer& t, const PreparedGeneration& g, int index)
+      : tok(t), text(t, choice_prompt(g, index), g.stop_scope == StopScope::kNowhere ? std::vector<std::string>{} : g.stop,
                      g.stop_scope == StopScope::kOutsideToolCalls && g.make_parser && !g.stop.empty()
-                         ? g.make_parser() : nullptr, m.preserved_tokens),
+                         ? g.make_parser() : nullptr, g.keep_special),
         parser(g.make_parser ? g.make_parser() : make_plain_parser()),
         want_lp(g.request.top_logprobs > 0 || g.want_logprobs), offset(static_cast<int>(choice_echo(g, index).size())),
         arrived(g.arrived) {}
@@ -216,7 +216,7 @@ void cancel_all(const std::vector<std::shared_ptr<EventChannel>>& channels) {
 
 ChoiceOutput collect_choice(ServerContext& ctx, const PreparedGeneration& gen, EventChannel& ch,
                             const std::vector<std::shared_ptr<EventChannel>>& all, UsageSum& usage, int index) {
-  ChoiceState st(ctx.model(), gen, index);
+  ChoiceState st(ctx.tokenizer(), gen, index);
   const bool first = index % gen.n == 0;
   const std::string& echo = choice_echo(gen, index);
   std::vector<GenerationEvent> evs;
@@ -333,7 +333,7 @@ void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
     return;
   }
   for (int i = 0; i < static_cast<int>(job.channels.size()); ++i) {
-    ChoiceState st(ctx.model(), job.gen, i);
+    ChoiceState st(ctx.tokenizer(), job.gen, i);
     if (!stream_choice(job, i, st, usage, sink)) {
       cancel_all(job.channels);  // client gone or failed: the worker stops these jobs within a token
       if (!st.counted) usage.add_cut(static_cast<int>(choice_prompt(job.gen, i).size()), st, i % job.gen.n == 0);

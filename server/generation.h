@@ -34,6 +34,7 @@ struct PreparedGeneration {
   std::function<std::shared_ptr<engine::TokenConstraint>()> make_constraint;
   std::function<std::unique_ptr<OutputParser>()> make_parser;
   std::vector<std::string> stop;       // stop strings
+  std::vector<int> keep_special;       // control tokens emitted as text: the chat markers parsed
   StopScope stop_scope = StopScope::kEverywhere;
   bool stream = false;
   bool include_usage = false;

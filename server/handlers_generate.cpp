@@ -210,6 +210,11 @@ PreparedGeneration prepare_chat_generation(ServerContext& ctx, const ChatRequest
   // id_seed stays 0: call ids are fresh on every request and choice even with a seed (an agent
   // loop with a fixed seed must not see the same id on every turn).
   g.make_parser = [prompt_owner = ctx.model().chat, po]() { return make_chat_output_parser(prompt_owner->format(), po); };
+  // The markers the parser reads stay text (tool-call markers only when tools are parsed: without
+  // them a control <|python_tag|> stays hidden, as llama-server does).
+  chat::ChatFormat parsed = format;
+  if (!po.parse_tools) parsed.tools = chat::ToolSyntax::kNone;
+  g.keep_special = preserved_token_ids(ctx.tokenizer(), parsed, &ctx.model().preserved_tokens);
   g.client_gone = req.client_gone;
   g.log = req.log;
   return g;

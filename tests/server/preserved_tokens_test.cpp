@@ -10,6 +10,7 @@
 
 #include "chat/chat_format.h"
 #include "server/api_request.h"
+#include "server/chat_generation.h"
 #include "server/chat_output.h"
 #include "server/chat_prompt.h"
 #include "server/generation.h"
@@ -99,7 +100,9 @@ TEST_F(PreservedTokensTest, TheServerPreservesTheMarkersOfTheModelsTemplate) {
   tok::VocabData v = tk_->vocab();
   v.chat_template = src.str();
   auto granite_tk = tok::Tokenizer::create(std::move(v));
-  testing::FakeEngine engine;
+  testing::FakeScript script;
+  script.ctx = 8192;
+  testing::FakeEngine engine(script);
   ServerContext ctx{ServerOptions{}};
   ModelRuntime rt;
   rt.engine = &engine;
@@ -108,6 +111,16 @@ TEST_F(PreservedTokensTest, TheServerPreservesTheMarkersOfTheModelsTemplate) {
   ASSERT_EQ(ctx.model().chat->format().tools, chat::ToolSyntax::kGranite);
   EXPECT_EQ(ctx.model().preserved_tokens, std::vector<int>{call_id_});
   EXPECT_EQ(ctx.model().constraint_vocab->grammar->token_bytes(call_id_), kCallToken);
+  // Per request: kept when the request's tools are parsed; without tools it stays hidden.
+  json body{{"model", "m"}, {"messages", json::array({{{"role", "user"}, {"content", "weather?"}}})}};
+  body["tools"] = json::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])");
+  EXPECT_EQ(prepare_chat_generation(ctx, parse_chat_request(body.dump()), HttpRequest{}).keep_special,
+            std::vector<int>{call_id_});
+  body["tool_choice"] = "none";
+  EXPECT_EQ(prepare_chat_generation(ctx, parse_chat_request(body.dump()), HttpRequest{}).keep_special, std::vector<int>{});
+  body.erase("tools");
+  body.erase("tool_choice");
+  EXPECT_EQ(prepare_chat_generation(ctx, parse_chat_request(body.dump()), HttpRequest{}).keep_special, std::vector<int>{});
   ctx.drain(std::chrono::milliseconds(0));
 }
 
