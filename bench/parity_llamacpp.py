@@ -42,6 +42,10 @@ MODELS = [
     ("qwen35", "qwen3.5-4b", None, ["Q8_0-draw"]),
     ("gemma3", "gemma-3-1b", "qwen2.5-0.5b-instruct", ["F16", "Q8_0", "Q4_K_M"]),
     ("phi3", "phi-4-mini", "qwen2.5-0.5b-instruct", ["F16", "Q8_0", "Q4_K_M"]),
+    ("phi3", "phi-3.5-mini", "qwen2.5-0.5b-instruct", ["F16", "Q8_0", "Q4_K_M"]),
+    ("granite", "granite-3.3-2b", "qwen2.5-0.5b-instruct", ["F16", "Q8_0", "Q4_K_M"]),
+    ("smollm3", "smollm3-3b", "qwen2.5-0.5b-instruct", ["F16", "Q8_0", "Q4_K_M"]),
+    ("gpt2", "gpt2-124m", None, ["F16", "Q8_0", "Q4_K_M"]),  # make-model's GPT-2 vocab (no --tokenizer-from)
 ]
 PROMPTS = ["Once upon a time", "The capital of France is", "def fibonacci(n):"]
 # Qwen3.5: a text, the real template's thinking turn (its special ids in the generator's vocab) and
@@ -96,8 +100,8 @@ def ensure_models(a, arch, shape, tokenizer, types):
         else:
             log(f"make-model {shape} f16")
             subprocess.run([a.anelm, "make-model", "--arch", arch, "--shape", shape, "--dtype", "f16",
-                            "--format", "gguf", "--out", base + ".part", "--seed", "1",
-                            "--tokenizer-from", os.path.join(SHARED, "models", tokenizer)]
+                            "--format", "gguf", "--out", base + ".part", "--seed", "1"]
+                           + (["--tokenizer-from", os.path.join(SHARED, "models", tokenizer)] if tokenizer else [])
                            + (["--layers", str(a.layers)] if a.layers else []), check=True,
                            stdout=subprocess.DEVNULL)
             os.rename(base + ".part", base)

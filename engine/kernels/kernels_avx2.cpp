@@ -100,7 +100,7 @@ inline void float_tile(const void* row, int64_t cols, const float* x, float* out
 
 // ---- quantised weights ----------------------------------------------------------------------------
 
-// Q8_0 and Q4_0: panel_avx2-inl.h (one path for any token count). The other block types:
+// Q8_0, Q4_0 and Q5_0: panel_avx2-inl.h (one path for any token count). The other block types:
 // kernels_quant_avx2-inl.h.
 
 template <class W>
@@ -113,7 +113,6 @@ struct FloatKernel {
 };
 
 #include "engine/kernels/matmul_tiles-inl.h"
-#include "engine/kernels/panel_avx2-inl.h"
 
 // ---- exp-based elementwise kernels (8 lanes, scalar tails) ----------------------------------------
 
@@ -298,6 +297,7 @@ struct AttnSimd {
 
 #include "engine/kernels/kernels_quant_simd-inl.h"
 #include "engine/kernels/kernels_quant_avx2-inl.h"
+#include "engine/kernels/panel_avx2-inl.h"  // after the quant helpers: Q5_0 uses qs_bits_0x10
 
 // ---- activation quantisers (bit-identical to the reference) ---------------------------------------
 
@@ -391,6 +391,7 @@ const KernelTable& avx2_kernel_table() {
     t.matmul[dtype_index(DType::kQ8_0)] = panel_matmul<PanelQ8_0>;
     t.matmul[dtype_index(DType::kQ4_0)] = panel_matmul<PanelQ4_0>;
     fill_quant_simd<MatmulOf>(t);
+    t.matmul[dtype_index(DType::kQ5_0)] = panel_matmul<PanelQ5_0>;  // over fill_quant_simd's per-row tiles
     t.matmul[dtype_index(DType::kQ4_K)] = k2_matmul<Q4_KKernel2>;
     t.matmul[dtype_index(DType::kQ5_K)] = k2_matmul<Q5_KKernel2>;
     t.matmul[dtype_index(DType::kQ6_K)] = k2_matmul<Q6_KKernel2>;

@@ -1,4 +1,4 @@
-// Q8_0 and Q4_0 weights times any number of tokens on AVX2: many (a prefill) through a per-thread
+// Q8_0, Q4_0 and Q5_0 weights times any number of tokens on AVX2: many (a prefill) through a per-thread
 // panel of 8 interleaved rows, few (decode) from the rows directly with the same sums in the same order.
 //
 // Per-row tiles spent ~8 vector ops per (row, token, block): the integer dot (3 ops) plus
@@ -20,6 +20,7 @@ struct PanelQ8_0 {
   using Block = BlockQ8_0;
   static constexpr DType kType = DType::kQ8_0;
   static constexpr bool kSigned = true;
+  static constexpr int kOffset = 0;
   static __m256i values(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 // Q4_0: the nibbles as u8 0..15 (low nibbles are elements 0..15, high ones 16..31) dotted directly with
@@ -28,9 +29,24 @@ struct PanelQ4_0 {
   using Block = BlockQ4_0;
   static constexpr DType kType = DType::kQ4_0;
   static constexpr bool kSigned = false;
-  static __m256i values(const Block& b) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)), low4 = _mm_set1_epi8(0x0F);
+  static constexpr int kOffset = 8;
+  static __m256i values(const Block& b) { return nibbles(b.qs); }
+  static __m256i nibbles(const uint8_t* qs) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), low4 = _mm_set1_epi8(0x0F);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
+  }
+};
+// Q5_0 (the bulk of a Q4_K_M file whose rows are not a multiple of 256, e.g. Gemma 3's 1152): the
+// nibbles with the fifth bit as u8 0..31, the -16 offset as -16 * sum(x) per block and token.
+struct PanelQ5_0 {
+  using Block = BlockQ5_0;
+  static constexpr DType kType = DType::kQ5_0;
+  static constexpr bool kSigned = false;
+  static constexpr int kOffset = 16;
+  static __m256i values(const Block& b) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    return _mm256_or_si256(PanelQ4_0::nibbles(b.qs), qs_bits_0x10(qh));
   }
 };
 
@@ -84,8 +100,8 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
   for (int64_t b = 0; b < nb; ++b, panel += kPanelBlockBytes) {
     __m256i isum[T];
     for (int t = 0; t < T; ++t) {
-      // Q4_0's offset, exact in int32: every lane (row) gets -8 * sum(x).
-      isum[t] = P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * x[t * xs + b].sum);
+      // Q4_0's / Q5_0's offset, exact in int32: every lane (row) gets -offset * sum(x).
+      isum[t] = P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(-P::kOffset * x[t * xs + b].sum);
     }
     for (int k = 0; k < 8; ++k) {
       const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel) + k);
@@ -156,7 +172,7 @@ inline void group_tile(const typename P::Block* const* rows, int64_t nb, const Q
         p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(a, sx), ones);
       }
       __m256i isum = rows_sum8(p);
-      if constexpr (!P::kSigned) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-8 * xb.sum));
+      if constexpr (!P::kSigned) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-P::kOffset * xb.sum));
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t]);
     }
   }

@@ -38,6 +38,7 @@ std::vector<uint8_t> encode(const std::vector<float>& m, DType t, int64_t rows, 
     }
     if (t == DType::kQ8_0) quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
     if (t == DType::kQ4_0) quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols);
+    if (t == DType::kQ5_0) quantize_row_q5_0(src, reinterpret_cast<BlockQ5_0*>(dst), cols);
   }
   return out;
 }
@@ -164,7 +165,7 @@ TEST_P(KernelsTest, MatmulRowRangeWritesOnlyItsRows) {
 // group at the end of an unaligned range) and tile tails, against the reference on the same Q8 activations.
 TEST_P(KernelsTest, MatmulQuantManyRowsManyTokens) {
   const int64_t rows = 8 * 70 + 5, cols = 2048, r0 = 3, r1 = rows - 1;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
     for (int n : {8, 13, 64}) {
       const auto w = encode(random_floats(rows * cols, 21), t, rows, cols);
       const auto x = random_floats(n * cols, 22 + n);
@@ -185,7 +186,7 @@ TEST_P(KernelsTest, MatmulQuantManyRowsManyTokens) {
   }
 }
 
-// A token's Q8_0/Q4_0 results on the AVX2 and NEON tables are bit-identical whether it is computed
+// A token's Q8_0/Q4_0 (and on AVX2 Q5_0) results on the AVX2 and NEON tables are bit-identical whether it is computed
 // alone (a decode), with a few others (a batched decode step) or in a prefill chunk (the panels): a
 // sequence decoded beside others' prefill gives the ids it gives alone. The other tables take other
 // paths by token count (AVX-512: a one-token GEMV and pair-packed prefill; AMX: int8 tiles), so do
@@ -196,7 +197,9 @@ TEST_P(KernelsTest, QuantTokenSumsDoNotDependOnTheBatch) {
   }
   const int64_t rows = 8 * 5 + 3, cols = 2048;
   const int n = 13;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+  std::vector<DType> types{DType::kQ8_0, DType::kQ4_0};
+  if (GetParam() == Isa::kAvx2) types.push_back(DType::kQ5_0);  // AVX2's Q5_0 runs the panels too
+  for (DType t : types) {
     const auto w = encode(random_floats(rows * cols, 31), t, rows, cols);
     const auto x = random_floats(n * cols, 32);
     std::vector<QBlock8> xq(n * cols / kQBlock);
