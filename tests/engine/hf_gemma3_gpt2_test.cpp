@@ -279,9 +279,10 @@ TEST(Gemma3Hf, UnsupportedConfigIsRefusedByName) {
 
 TEST(Gemma3Hf, MissingOrMisshapenTensorsAreRefusedByName) {
   const std::string src = made_hf(Arch::kGemma3, DType::kF32);
+  int i = 0;  // directory names without the tensor's: the error must name it, not its path
   for (const char* t : {"model.layers.2.pre_feedforward_layernorm.weight", "model.layers.0.post_attention_layernorm.weight",
                         "model.layers.4.post_feedforward_layernorm.weight", "model.layers.1.self_attn.k_norm.weight"}) {
-    expect_refused(hf_variant(src, std::string("g-without-") + t, same_config,
+    expect_refused(hf_variant(src, "g-without-" + std::to_string(i++), same_config,
                               [&](const SafetensorsEntry& e) -> std::optional<TensorEdit> {
                                 if (e.name == t) return std::nullopt;
                                 return TensorEdit{e.name, e.shape};
@@ -350,9 +351,10 @@ TEST(Gpt2Hf, UnsupportedConfigIsRefusedByName) {
 
 TEST(Gpt2Hf, MissingOrMisshapenTensorsAreRefusedByName) {
   const std::string src = made_hf(Arch::kGpt2, DType::kF32);
+  int i = 0;  // directory names without the tensor's: the error must name it, not its path
   for (const char* t : {"h.1.attn.c_attn.weight", "h.0.attn.c_attn.bias", "h.2.ln_1.bias", "h.1.mlp.c_proj.weight", "wpe.weight",
                         "ln_f.bias"}) {
-    expect_refused(hf_variant(src, std::string("p-without-") + t, same_config,
+    expect_refused(hf_variant(src, "p-without-" + std::to_string(i++), same_config,
                               [&](const SafetensorsEntry& e) -> std::optional<TensorEdit> {
                                 if (e.name == t) return std::nullopt;
                                 return TensorEdit{e.name, e.shape};
