@@ -1,10 +1,11 @@
-// Maps HF config.json / generation_config.json fields to ModelConfig (Qwen2 and Llama).
+// Maps HF config.json / generation_config.json fields to ModelConfig (Qwen2, Llama, Qwen3.5, Phi-3, Gemma 3, GPT-2).
 #include "engine/config_hf.h"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -289,6 +290,181 @@ ModelConfig phi3_from_hf(const json& j, const std::string& source) {
   return c;
 }
 
+// A key that must be absent or null (a feature these layers do not run): refused by name.
+void refuse_set(const json& j, const char* key, const std::string& source, const std::string& what) {
+  if (auto it = j.find(key); it != j.end() && !it->is_null() && *it != false) {
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': " + key + " = " + brief(*it) + " is not supported (" + what + ")");
+  }
+}
+
+// A string-valued key that must be one of `ok` when present.
+void require_one_of(const json& j, const char* key, const std::string& source, std::initializer_list<const char*> ok) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  for (const char* v : ok) {
+    if (*it == v) return;
+  }
+  std::string list;
+  for (const char* v : ok) list += (list.empty() ? "" : ", ") + std::string(v);
+  throw Error(ErrorKind::kUnsupported, "'" + source + "': " + key + " = " + brief(*it) + " is not supported (supported: " + list + ")");
+}
+
+// Gemma 3 (Gemma3ForCausalLM, model_type gemma3_text; Gemma3ForConditionalGeneration's text_config):
+// the same layers as the GGUF (engine/family_gemma3.cpp), read the way transformers' Gemma3TextConfig
+// reads them, with its defaults for the keys multimodal configs leave out. The norm weights stay HF's
+// w (the loader adds the 1 llama.cpp's converter adds, model_loader.cpp); the embedding scale is
+// sqrt(d_model) in f32 as llama.cpp computes it (transformers rounds it to the weights' dtype).
+ModelConfig gemma3_from_hf(const json& top, const std::string& source) {
+  const auto tc = top.find("text_config");
+  const json& j = tc != top.end() && tc->is_object() ? *tc : top;
+  ModelConfig c;
+  c.arch = Arch::kGemma3;
+  c.rope_layout = RopeLayout::kHalf;
+  c.qk_norm = true;
+  c.post_norms = true;
+  c.ffn_act = FfnAct::kGeluTanh;
+  // transformers' Gemma3MLP reads hidden_activation only (an old hidden_act key is ignored).
+  require_one_of(j, "hidden_activation", source, {"gelu_pytorch_tanh"});
+  refuse_set(j, "final_logit_softcapping", source, "no logit soft-capping");
+  refuse_set(j, "attn_logit_softcapping", source, "no attention soft-capping");
+  refuse_set(j, "attention_bias", source, "Gemma 3's projections have no biases");
+  c.d_model = get_int(j, "hidden_size", source, std::nullopt);
+  c.n_layers = get_int(j, "num_hidden_layers", source, std::nullopt);
+  c.d_ff = get_int(j, "intermediate_size", source, std::nullopt);
+  c.n_heads = get_int(j, "num_attention_heads", source, 8);
+  c.n_kv_heads = get_int(j, "num_key_value_heads", source, 4);
+  c.head_dim = get_int(j, "head_dim", source, 256);
+  c.vocab_size = get_int(j, "vocab_size", source, 262208);
+  c.max_ctx = get_int(j, "max_position_embeddings", source, 131072);
+  c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-6f);
+  c.rope_dim = c.head_dim;
+  c.embedding_scale = c.d_model > 0 ? std::sqrt(static_cast<float>(c.d_model)) : 1.0f;
+  const float scalar = get_float(j, "query_pre_attn_scalar", source, 256.0f);
+  if (!(scalar > 0.0f) || !std::isfinite(scalar)) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': query_pre_attn_scalar = " + std::to_string(scalar) + " must be > 0");
+  }
+  c.attention_scale = 1.0f / std::sqrt(scalar);
+  // RoPE: newer configs nest per layer kind in rope_parameters {full_attention, sliding_attention},
+  // older ones give rope_theta, rope_local_base_freq and rope_scaling (the global layers' only).
+  const json none = json::object();
+  const auto rp = j.find("rope_parameters");
+  const bool nested = rp != j.end() && rp->is_object() && rp->contains("full_attention");
+  const auto rs = j.find("rope_scaling");
+  const json& global = nested ? (*rp)["full_attention"] : rs != j.end() && rs->is_object() ? *rs : none;
+  const json& local = nested && rp->contains("sliding_attention") ? (*rp)["sliding_attention"] : none;
+  if (!global.is_object() || !local.is_object()) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': rope_parameters.full_attention / sliding_attention must be objects");
+  }
+  c.rope_theta = get_float(global, "rope_theta", source, get_float(j, "rope_theta", source, 1000000.0f));
+  c.rope_theta_swa = get_float(local, "rope_theta", source, get_float(j, "rope_local_base_freq", source, 10000.0f));
+  auto rope_type = [&](const json& r) {
+    for (const char* k : {"rope_type", "type"}) {
+      if (auto t = r.find(k); t != r.end() && t->is_string()) return t->get<std::string>();
+    }
+    return std::string("default");
+  };
+  if (const std::string t = rope_type(global); t == "linear") {
+    const float factor = get_float(global, "factor", source, 0.0f);
+    if (!(factor > 0.0f) || !std::isfinite(factor)) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': linear rope scaling needs a factor > 0, got " + brief(global));
+    }
+    // llama.cpp's linear scaling: every pair's frequency divided by the factor (global layers only).
+    if (factor != 1.0f && c.rope_dim > 0 && c.rope_dim <= ModelLimits::kMaxDim) {
+      c.rope_freq_factors.assign(static_cast<size_t>(c.rope_dim / 2), factor);
+    }
+  } else if (t != "default") {
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': gemma3 rope scaling " + brief(global) +
+                                             " is not supported (supported: rope_type default or linear)");
+  }
+  if (const std::string t = rope_type(local); t != "default") {
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': gemma3 sliding_attention rope " + brief(local) +
+                                             " is not supported (supported: rope_type default)");
+  }
+  // Local layers: layer_types when given, else transformers' sliding_window_pattern (layer l is local
+  // unless (l + 1) % pattern == 0; llama.cpp's default pattern 6 is the same).
+  c.sliding_window = get_int(j, "sliding_window", source, 4096);
+  if (c.sliding_window <= 0 || c.sliding_window > ModelLimits::kMaxCtx) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': sliding_window = " + std::to_string(c.sliding_window) +
+                                        " must be in 1.." + std::to_string(ModelLimits::kMaxCtx));
+  }
+  if (c.n_layers <= 0 || c.n_layers > ModelLimits::kMaxLayers) return c;  // validate() names it
+  c.swa_layers.assign(static_cast<size_t>(c.n_layers), false);
+  if (auto lt = j.find("layer_types"); lt != j.end() && !lt->is_null()) {
+    if (!lt->is_array() || lt->size() != static_cast<size_t>(c.n_layers)) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': layer_types must list num_hidden_layers = " +
+                                          std::to_string(c.n_layers) + " entries, got " + brief(*lt));
+    }
+    for (int l = 0; l < c.n_layers; ++l) {
+      const json& t = (*lt)[static_cast<size_t>(l)];
+      if (t != "sliding_attention" && t != "full_attention") {
+        throw Error(ErrorKind::kUnsupported, "'" + source + "': layer_types[" + std::to_string(l) + "] = " + brief(t) +
+                                                 " is not supported (sliding_attention, full_attention)");
+      }
+      c.swa_layers[static_cast<size_t>(l)] = t == "sliding_attention";
+    }
+  } else {
+    const int pattern = get_int(j, "sliding_window_pattern", source, 6);
+    if (pattern <= 0 || pattern > ModelLimits::kMaxLayers) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': sliding_window_pattern = " + std::to_string(pattern) +
+                                          " must be in 1.." + std::to_string(ModelLimits::kMaxLayers));
+    }
+    for (int l = 0; l < c.n_layers; ++l) c.swa_layers[static_cast<size_t>(l)] = (l + 1) % pattern != 0;
+  }
+  c.tie_embeddings = get_bool(top, "tie_word_embeddings", source, get_bool(j, "tie_word_embeddings", source, true));
+  for (const json* src : {&top, &j}) {
+    if (std::vector<int> bos = get_id_list(*src, "bos_token_id", source); !bos.empty() && c.bos_id < 0) c.bos_id = bos[0];
+    for (int id : get_id_list(*src, "eos_token_id", source)) {
+      if (std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end()) c.eos_ids.push_back(id);
+    }
+  }
+  return c;
+}
+
+// GPT-2 (GPT2LMHeadModel, model_type gpt2): the same layers as the GGUF (engine/family_gpt2.cpp). The
+// Conv1D weights (stored [in, out]) are repacked by the loader (gpt2_hf_tensors); what these layers do
+// not run (another activation, unscaled or layer-scaled attention, cross-attention) is refused by name.
+ModelConfig gpt2_from_hf(const json& j, const std::string& source) {
+  ModelConfig c;
+  c.arch = Arch::kGpt2;
+  c.layer_norm = true;
+  c.gated_ffn = false;
+  c.ffn_act = FfnAct::kGeluTanh;
+  c.learned_positions = true;
+  c.qkv_bias = true;
+  // gelu_new is the tanh approximation (as llama.cpp's gpt2 graph runs it); gelu_pytorch_tanh too.
+  require_one_of(j, "activation_function", source, {"gelu_new", "gelu_pytorch_tanh"});
+  if (get_bool(j, "scale_attn_weights", source, true) == false) {
+    throw Error(ErrorKind::kUnsupported, "'" + source + "': scale_attn_weights = false is not supported (scores are scaled by 1/sqrt(head_dim))");
+  }
+  refuse_set(j, "scale_attn_by_inverse_layer_idx", source, "scores are scaled by 1/sqrt(head_dim) only");
+  refuse_set(j, "add_cross_attention", source, "a decoder-only model");
+  c.d_model = get_int(j, "n_embd", source, std::nullopt);
+  c.n_layers = get_int(j, "n_layer", source, std::nullopt);
+  c.n_heads = get_int(j, "n_head", source, std::nullopt);
+  c.n_kv_heads = c.n_heads;
+  c.vocab_size = get_int(j, "vocab_size", source, std::nullopt);
+  // n_positions sizes wpe (llama.cpp's converter writes n_ctx, equal in every GPT-2 checkpoint).
+  c.max_ctx = get_int(j, "n_positions", source, get_int(j, "n_ctx", source, 1024));  // transformers' default
+  if (c.max_ctx <= 0 || c.max_ctx > ModelLimits::kMaxCtx) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': n_positions = " + std::to_string(c.max_ctx) + " must be in 1.." +
+                                        std::to_string(ModelLimits::kMaxCtx));
+  }
+  if (c.d_model > 0 && c.d_model <= ModelLimits::kMaxDim) c.d_ff = get_int(j, "n_inner", source, 4 * c.d_model);
+  if (c.n_heads > 0 && c.d_model % c.n_heads != 0) {
+    throw Error(ErrorKind::kFormat, "'" + source + "': n_embd = " + std::to_string(c.d_model) +
+                                        " must be a multiple of n_head = " + std::to_string(c.n_heads));
+  }
+  c.head_dim = c.n_heads > 0 ? c.d_model / c.n_heads : 0;
+  c.rope_dim = c.head_dim;
+  c.rms_eps = get_float(j, "layer_norm_epsilon", source, 1e-5f);
+  if (c.n_layers > 0 && c.n_layers <= ModelLimits::kMaxLayers) c.nope_layers.assign(static_cast<size_t>(c.n_layers), true);
+  c.tie_embeddings = get_bool(j, "tie_word_embeddings", source, true);
+  std::vector<int> bos = get_id_list(j, "bos_token_id", source);
+  if (!bos.empty()) c.bos_id = bos[0];
+  c.eos_ids = get_id_list(j, "eos_token_id", source);
+  return c;
+}
+
 }  // namespace
 
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
@@ -316,10 +492,16 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
     return qwen35_from_hf(j, source);
   } else if (arch == "Phi3ForCausalLM" || arch == "phi3") {
     return phi3_from_hf(j, source);
+  } else if (arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration" || arch == "gemma3_text" ||
+             arch == "gemma3") {
+    return gemma3_from_hf(j, source);
+  } else if (arch == "GPT2LMHeadModel" || arch == "gpt2") {
+    return gpt2_from_hf(j, source);
   } else {
     throw Error(ErrorKind::kUnsupported, "'" + source + "': architecture '" + arch +
                                              "' is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, "
-                                             "Qwen3_5ForConditionalGeneration, Qwen3_5ForCausalLM, Phi3ForCausalLM)");
+                                             "Qwen3_5ForConditionalGeneration, Qwen3_5ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, "
+                                             "Gemma3ForConditionalGeneration, GPT2LMHeadModel)");
   }
   c.rope_layout = RopeLayout::kHalf;  // HF stores Q/K unpermuted: rotate-half pairs
   read_sizes(j, source, c);

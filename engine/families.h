@@ -4,8 +4,10 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
@@ -62,5 +64,16 @@ void gpt2_to_gguf(const ModelConfig& c, GgufWriter& w);
 // attn_q/attn_k/attn_v weights and biases the loader binds, as views of the file's tensors (no
 // copy). Throws Error naming the fused tensor when its shape does not split.
 TensorLookup gpt2_split_fused(const ModelConfig& c, TensorLookup file);
+// GPT-2's HF checkpoint (engine/family_gpt2_hf.cpp): the HF name of a GGUF tensor name (without the
+// optional `transformer.` prefix; `conv1d`: HF's Conv1D stores it [in, out]); nullopt for other names.
+struct Gpt2HfName {
+  std::string name;
+  bool conv1d = false;
+};
+std::optional<Gpt2HfName> gpt2_hf_name(const std::string& gguf);
+// The HF file's tensors served under the GGUF names, the Conv1D weights repacked once to [out, in]
+// into buffers kept in `owners` (which must outlive the lookup's views); throws Error naming the HF
+// tensor when a Conv1D weight's shape is not [in, out] for `c`.
+TensorLookup gpt2_hf_tensors(const ModelConfig& c, TensorLookup file, std::vector<std::shared_ptr<void>>& owners);
 
 }  // namespace anelm::engine

@@ -148,9 +148,10 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
       }
       add(&L.wo, "attn_output.weight", "self_attn.o_proj.weight", {d, q}, "[d_model, q_dim]", Role::kMatrix);
     }
-    // Qwen3.5's GGUF names the pre-FFN norm post_attention_norm (HF's post_attention_layernorm).
+    // Qwen3.5's GGUF names the pre-FFN norm post_attention_norm (HF's post_attention_layernorm);
+    // Gemma 3's HF names it pre_feedforward_layernorm (its post_attention_layernorm is attn_post_norm).
     add(&L.ffn_norm, gguf && qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight",
-        "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
+        c.post_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight", {d}, "[d_model]", Role::kVector);
     if (c.gated_ffn) add(&L.w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_up, "ffn_up.weight", "mlp.up_proj.weight", {ff, d}, "[d_ff, d_model]", Role::kMatrix);
     add(&L.w_down, "ffn_down.weight", "mlp.down_proj.weight", {d, ff}, "[d_model, d_ff]", Role::kMatrix);
@@ -219,18 +220,22 @@ TensorView convert_tensor(LoadedModel& m, const TensorView& src, DType to) {
 // Looks a tensor up in whichever file format is open; nullopt when absent.
 using Lookup = std::function<std::optional<TensorView>(const std::string&)>;
 
+// An f32 vector (bound vectors are f32 by now) mapped element-wise into an owned buffer.
+void remap_vector(LoadedModel& m, TensorView& t, float (*fn)(float)) {
+  const int64_t n = t.numel();
+  auto* dst = static_cast<float*>(alloc_owned(m, n * 4));
+  const auto* src = static_cast<const float*>(t.data);
+  for (int64_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
+  t.data = dst;
+}
+
+float plus_one(float x) { return x + 1.0f; }
+
 // HF Qwen3.5 tensors to the conventions the engine (and llama.cpp's converter) use: RMSNorm weights
 // 1 + w (HF's norms are zero-centred; the DeltaNet gated norm is not), A_log -> -exp(A_log), the conv
 // weight squeezed to [conv_dim, taps]. Value heads stay grouped (DeltaNetDims::grouped_heads).
 void convert_qwen35_hf(LoadedModel& m) {
-  auto remap = [&](TensorView& t, float (*fn)(float)) {
-    const int64_t n = t.numel();
-    auto* dst = static_cast<float*>(alloc_owned(m, n * 4));
-    const auto* src = static_cast<const float*>(t.data);  // bound vectors are f32 by now
-    for (int64_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
-    t.data = dst;
-  };
-  auto plus_one = [](float x) { return x + 1.0f; };
+  auto remap = [&](TensorView& t, float (*fn)(float)) { remap_vector(m, t, fn); };
   remap(m.weights.out_norm, plus_one);
   for (LayerWeights& L : m.weights.layers) {
     remap(L.attn_norm, plus_one);
@@ -245,10 +250,23 @@ void convert_qwen35_hf(LoadedModel& m) {
   }
 }
 
+// HF Gemma 3's RMSNorms multiply by 1 + w (Gemma3RMSNorm); llama.cpp's converter stores 1 + w, which
+// the engine's RMSNorm multiplies by: every norm weight (q/k norms included) gets its 1 here, once.
+void convert_gemma3_hf(LoadedModel& m) {
+  remap_vector(m, m.weights.out_norm, plus_one);
+  for (LayerWeights& L : m.weights.layers) {
+    for (TensorView* t : {&L.attn_norm, &L.ffn_norm, &L.attn_post_norm, &L.ffn_post_norm, &L.q_norm, &L.k_norm}) {
+      remap_vector(m, *t, plus_one);
+    }
+  }
+}
+
 void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant, const std::string& hf_model,
               const ConvertProgress& progress) {
   const ModelConfig& c = m.config;
-  std::vector<Slot> slots = make_slots(c, m.weights, m.format, hf_model);
+  // GPT-2's HF tensors are served under the GGUF names (gpt2_hf_tensors), after their repack.
+  const ModelFormat names = c.arch == Arch::kGpt2 ? ModelFormat::kGguf : m.format;
+  std::vector<Slot> slots = make_slots(c, m.weights, names, hf_model);
   std::vector<std::string> problems;
   bool only_missing = true;
   for (Slot& s : slots) {
@@ -325,6 +343,7 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
                  dtype_block_elems(*requant));
   }
   if (c.arch == Arch::kQwen35 && m.format == ModelFormat::kHf) convert_qwen35_hf(m);
+  if (c.arch == Arch::kGemma3 && m.format == ModelFormat::kHf) convert_gemma3_hf(m);
   ModelWeights& w = m.weights;
   // Granite divides its logits by logit_scale: the head is linear in the final norm's weight, so the
   // division is folded into that weight and every head executor (CPU, ANE) computes it (exactly for
@@ -382,6 +401,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
     std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(fs::is_directory(path) ? path : dir.string());
     m->owners.push_back(st);
     if (st->find("model.language_model.embed_tokens.weight")) hf_model = "model.language_model.";
+    if (st->find("language_model.model.embed_tokens.weight")) hf_model = "language_model.model.";  // older Gemma 3
     lookup = [st](const std::string& name) -> std::optional<TensorView> {
       if (!st->find(name)) return std::nullopt;
       return st->tensor_view(name);
@@ -389,6 +409,9 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
   }
   m->config.validate(path);
   if (m->config.arch == Arch::kPhi3) lookup = phi3_split_fused(m->config, std::move(lookup));
+  if (m->config.arch == Arch::kGpt2 && m->format == ModelFormat::kHf) {
+    lookup = gpt2_hf_tensors(m->config, std::move(lookup), m->owners);
+  }
   if (m->config.arch == Arch::kGpt2) lookup = gpt2_split_fused(m->config, std::move(lookup));
   if (m->format == ModelFormat::kGguf &&
       std::static_pointer_cast<GgufFile>(m->owners[0])->tensors().empty()) {

@@ -55,7 +55,7 @@ int run_make_model(int argc, char** argv) {
       ("arch", "qwen2, qwen3, qwen35, llama, granite, smollm3, phi3, gemma3 or gpt2", cxxopts::value<std::string>()->default_value("qwen2"))
       ("shape", "tiny, tiny256, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b or llama-3.2-tiny; qwen35: tiny, "
        "qwen3.5-0.8b or qwen3.5-2b; granite: tiny or granite-3.3-2b; smollm3: tiny or smollm3-3b; gemma3: tiny or "
-       "gemma-3-1b; gpt2: tiny or gpt2-124m (these four: GGUF); phi3: tiny, phi-4-mini or phi-3.5-mini",
+       "gemma-3-1b; gpt2: tiny or gpt2-124m (granite, smollm3: GGUF only); phi3: tiny, phi-4-mini or phi-3.5-mini",
        cxxopts::value<std::string>()->default_value("tiny"))
       ("dtype", std::string("f32, bf16, ") + engine::kWeightsTypeNames + " (block types: gguf only)",
        cxxopts::value<std::string>()->default_value("f16"))

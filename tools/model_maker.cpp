@@ -36,7 +36,7 @@ ModelConfig shape_config(const MakeModelOptions& o) {
   }
   if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3 || o.arch == Arch::kPhi3 || o.arch == Arch::kGemma3 ||
       o.arch == Arch::kGpt2) {
-    if (o.format != ModelFormat::kGguf && o.arch != Arch::kPhi3) {
+    if (o.format != ModelFormat::kGguf && o.arch != Arch::kPhi3 && o.arch != Arch::kGemma3 && o.arch != Arch::kGpt2) {
       throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + arch_name(o.arch) + " is written as GGUF only");
     }
     ModelConfig c = o.arch == Arch::kGranite   ? granite_shape_config(o.shape, o.layers)
@@ -139,7 +139,7 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({g + "ffn_gate.weight", h + "mlp.gate_proj.weight", {ff, d}, Kind::kMatrix});
     p.push_back({g + "ffn_up.weight", h + "mlp.up_proj.weight", {ff, d}, Kind::kMatrix});
     p.push_back({g + "ffn_down.weight", h + "mlp.down_proj.weight", {d, ff}, Kind::kMatrix});
-    if (c.post_norms) {  // Gemma 3 (GGUF only)
+    if (c.post_norms) {  // Gemma 3 (HF names: set_gemma3_hf_names)
       p.push_back({g + "post_attention_norm.weight", "", {d}, Kind::kNorm});
       p.push_back({g + "post_ffw_norm.weight", "", {d}, Kind::kNorm});
     }
@@ -156,6 +156,8 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({"rope_factors_short.weight", "", {static_cast<int64_t>(c.rope_factors_short.size())}, Kind::kRopeShort});
   }
   if (!c.tie_embeddings) p.push_back({"output.weight", "lm_head.weight", {v, d}, Kind::kMatrix});
+  if (c.arch == Arch::kGemma3) set_gemma3_hf_names(p);
+  if (c.arch == Arch::kGpt2) set_gpt2_hf_names(p);
   return p;
 }
 
@@ -226,9 +228,12 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
   }
   // A vector's elements, or a matrix's columns, re-ordered by value head in the HF form.
   const bool by_element = heads.axis == HfValueHeads::kCols || (heads.axis == HfValueHeads::kRows && vector);
-  for (int64_t c = 0; c < cols; ++c) {
+  // GPT-2's Conv1D weights in the HF form: stored row r is the GGUF's column r.
+  const bool transposed = hf && p.hf_transposed;
+  for (int64_t c = 0, n = transposed ? p.shape[0] : cols; c < n; ++c) {
     const int64_t sc = by_element ? qwen35_gguf_index(heads, cfg.deltanet, c) : c;
-    float x = offset + scale * normal_at(key, static_cast<uint64_t>(src * cols + sc));
+    const int64_t index = transposed ? c * cols + r : src * cols + sc;
+    float x = offset + scale * normal_at(key, static_cast<uint64_t>(index));
     if (round_to == DType::kF16) x = f16_to_f32(f32_to_f16(x));
     if (round_to == DType::kBF16) x = bf16_to_f32(f32_to_bf16(x));
     // The decay is drawn (and rounded) as A_log, which HF stores; GGUF holds -exp(A_log) in f32, as
@@ -248,8 +253,9 @@ int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& 
   std::vector<float> row;
   for (size_t i = 0; i < plan.size(); ++i) {
     const Plan& p = plan[i];
-    const int64_t rows = p.shape.size() == 2 ? p.shape[0] : 1;
-    const int64_t cols = p.shape.size() == 2 ? p.shape[1] : p.shape[0];
+    const bool transposed = hf && p.hf_transposed;  // stored [in, out]
+    const int64_t rows = p.shape.size() == 2 ? p.shape[transposed ? 1 : 0] : 1;
+    const int64_t cols = p.shape.size() == 2 ? p.shape[transposed ? 0 : 1] : p.shape[0];
     const int64_t row_bytes = dtype_row_bytes(types[i], cols);
     const uint64_t key = name_key(seed, p.gguf_name);
     // Block-type values are rounded by quantisation itself; f32-stored norms follow the model dtype.
@@ -441,6 +447,10 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
       write_qwen35_hf_config(c, o.dtype, out);
     } else if (c.arch == Arch::kPhi3) {
       write_phi3_hf_config(c, o.dtype, o.shape, out);
+    } else if (c.arch == Arch::kGemma3) {
+      write_gemma3_hf_config(c, o.dtype, out);
+    } else if (c.arch == Arch::kGpt2) {
+      write_gpt2_hf_config(c, o.dtype, out);
     } else {
       write_hf_config(c, o.dtype, out);
     }
@@ -449,6 +459,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
     for (size_t i = 0; i < plan.size(); ++i) {
       std::vector<int64_t> shape = plan[i].shape;
       if (plan[i].kind == Kind::kConv) shape = {shape[0], 1, shape[1]};  // PyTorch's Conv1d [channels, 1, taps]
+      if (plan[i].hf_transposed) shape = {shape[1], shape[0]};           // GPT-2's Conv1D [in, out]
       decls.push_back({plan[i].hf_name, types[i], shape});
     }
     SafetensorsWriter w((fs::path(out) / "model.safetensors").string(), decls, {{"format", "pt"}});

@@ -1,6 +1,11 @@
 // make_model for Gemma 3 (llama.cpp arch gemma3): the GGUF llama.cpp's converter writes (norm
-// weights stored as 1 + w, as HF's Gemma3RMSNorm applies them; engine/family_gemma3.cpp).
+// weights stored as 1 + w, as HF's Gemma3RMSNorm applies them; engine/family_gemma3.cpp), or the HF
+// checkpoint it converts from (Gemma3ForCausalLM: norms stored as w, config.json).
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/error.h"
 #include "engine/families.h"
@@ -49,6 +54,62 @@ ModelConfig gemma3_shape_config(const std::string& shape, int layers) {
   c.embedding_scale = std::sqrt(static_cast<float>(c.d_model));
   c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return c;
+}
+
+void set_gemma3_hf_names(std::vector<Plan>& plan) {
+  // GGUF name suffix -> HF name within the layer, for the norms the Llama plan names otherwise.
+  static const std::pair<const char*, const char*> kNorms[] = {
+      {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+      {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+  };
+  for (Plan& p : plan) {
+    if (p.kind == Kind::kNorm) p.hf_zero_centred = true;  // every Gemma3RMSNorm, q/k norms included
+    if (p.gguf_name.rfind("blk.", 0) != 0) continue;
+    const size_t dot = p.gguf_name.find('.', 4);
+    const std::string rest = p.gguf_name.substr(dot + 1);
+    for (const auto& [gguf, hf] : kNorms) {
+      if (rest == gguf) p.hf_name = "model.layers." + p.gguf_name.substr(4, dot - 4) + "." + hf;
+    }
+  }
+}
+
+void write_gemma3_hf_config(const ModelConfig& c, DType dtype, const std::string& dir) {
+  nlohmann::json layer_types = nlohmann::json::array();
+  for (int l = 0; l < c.n_layers; ++l) layer_types.push_back(c.swa(l) ? "sliding_attention" : "full_attention");
+  nlohmann::ordered_json j = {
+      {"architectures", {"Gemma3ForCausalLM"}},
+      {"model_type", "gemma3_text"},
+      {"hidden_activation", "gelu_pytorch_tanh"},
+      {"hidden_size", c.d_model},
+      {"intermediate_size", c.d_ff},
+      {"num_attention_heads", c.n_heads},
+      {"num_hidden_layers", c.n_layers},
+      {"num_key_value_heads", c.n_kv_heads},
+      {"head_dim", c.head_dim},
+      {"max_position_embeddings", c.max_ctx},
+      {"query_pre_attn_scalar", c.head_dim},  // attention_scale 1/sqrt(head_dim), as the shapes set
+      {"rms_norm_eps", c.rms_eps},
+      {"rope_theta", c.rope_theta},
+      {"rope_local_base_freq", c.rope_theta_swa},
+      {"rope_scaling", c.rope_freq_factors.empty() ? nlohmann::ordered_json(nullptr)
+                                                   : nlohmann::ordered_json{{"rope_type", "linear"}, {"factor", c.rope_freq_factors[0]}}},
+      {"sliding_window", c.sliding_window},
+      {"sliding_window_pattern", 6},
+      {"layer_types", layer_types},
+      {"final_logit_softcapping", nullptr},
+      {"attn_logit_softcapping", nullptr},
+      {"attention_bias", false},
+      {"tie_word_embeddings", c.tie_embeddings},
+      {"vocab_size", c.vocab_size},
+      {"torch_dtype", dtype == DType::kF32 ? "float32" : dtype == DType::kF16 ? "float16" : "bfloat16"},
+  };
+  if (c.bos_id >= 0) j["bos_token_id"] = c.bos_id;
+  if (!c.eos_ids.empty()) j["eos_token_id"] = c.eos_ids[0];
+  const std::filesystem::path path = std::filesystem::path(dir) / "config.json";
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) throw Error(ErrorKind::kIo, "cannot write '" + path.string() + "'");
 }
 
 }  // namespace anelm::tools

@@ -1,6 +1,12 @@
 // make_model for GPT-2 (llama.cpp arch gpt2): learned positions, LayerNorms with biases, fused
 // attn_qkv with bias, an ungated GELU FFN with biases, written as llama.cpp's GPT2Model converter
-// writes them (engine/family_gpt2.cpp). GGUF only.
+// writes them (engine/family_gpt2.cpp), or the HF checkpoint it converts from (GPT2LMHeadModel: Conv1D
+// weights [in, out], config.json).
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "engine/error.h"
 #include "engine/families.h"
 #include "tools/model_maker_plan.h"
@@ -52,6 +58,40 @@ void add_gpt2_block_plan(const ModelConfig& c, int layer, std::vector<Plan>& pla
   plan.push_back({g + "ffn_up.bias", "", {ff}, Kind::kBias});
   plan.push_back({g + "ffn_down.weight", "", {d, ff}, Kind::kMatrix});
   plan.push_back({g + "ffn_down.bias", "", {d}, Kind::kBias});
+}
+
+void set_gpt2_hf_names(std::vector<Plan>& plan) {
+  for (Plan& p : plan) {
+    const std::optional<Gpt2HfName> hf = gpt2_hf_name(p.gguf_name);
+    if (!hf) throw Error(ErrorKind::kInternal, "make_model: no GPT-2 HF name for '" + p.gguf_name + "'");
+    p.hf_name = hf->name;
+    p.hf_transposed = hf->conv1d;
+  }
+}
+
+void write_gpt2_hf_config(const ModelConfig& c, DType dtype, const std::string& dir) {
+  nlohmann::ordered_json j = {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"activation_function", "gelu_new"},
+      {"n_embd", c.d_model},
+      {"n_head", c.n_heads},
+      {"n_layer", c.n_layers},
+      {"n_positions", c.max_ctx},
+      {"n_ctx", c.max_ctx},
+      {"n_inner", c.d_ff == 4 * c.d_model ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.d_ff)},
+      {"layer_norm_epsilon", c.rms_eps},
+      {"scale_attn_weights", true},
+      {"tie_word_embeddings", true},
+      {"vocab_size", c.vocab_size},
+      {"torch_dtype", dtype == DType::kF32 ? "float32" : dtype == DType::kF16 ? "float16" : "bfloat16"},
+  };
+  if (c.bos_id >= 0) j["bos_token_id"] = c.bos_id;
+  if (!c.eos_ids.empty()) j["eos_token_id"] = c.eos_ids[0];
+  const std::filesystem::path path = std::filesystem::path(dir) / "config.json";
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) throw Error(ErrorKind::kIo, "cannot write '" + path.string() + "'");
 }
 
 }  // namespace anelm::tools

@@ -33,6 +33,7 @@ struct Plan {
   int permute_heads = 0;
   HfValueHeads hf_heads = {};
   bool hf_zero_centred = false;
+  bool hf_transposed = false;  // HF stores it [in, out] (GPT-2's Conv1D)
 };
 
 // Qwen3.5: the config of a shape ("tiny" as the peer kit's generator, "qwen3.5-0.8b", "qwen3.5-2b";
@@ -49,8 +50,13 @@ int64_t qwen35_gguf_index(const HfValueHeads& h, const engine::DeltaNetDims& dn,
 // tensor plan (Q/K rows permuted) under the family's config; layers > 0 overrides the count.
 engine::ModelConfig granite_shape_config(const std::string& shape, int layers);
 engine::ModelConfig smollm3_shape_config(const std::string& shape, int layers);
-// Gemma 3 ("tiny": 7 layers with a 64-position window, "gemma-3-1b"), GGUF only.
+// Gemma 3 ("tiny": 7 layers with a 64-position window, "gemma-3-1b"), GGUF or HF.
 engine::ModelConfig gemma3_shape_config(const std::string& shape, int layers);
+// Gemma 3's HF form: the plan's HF names (pre_feedforward_layernorm, post_attention_layernorm,
+// post_feedforward_layernorm) and zero-centred norms (Gemma3RMSNorm's 1 + w); config.json
+// (Gemma3ForCausalLM).
+void set_gemma3_hf_names(std::vector<Plan>& plan);
+void write_gemma3_hf_config(const engine::ModelConfig& c, engine::DType dtype, const std::string& dir);
 
 // Phi-3 ("tiny", "phi-4-mini", "phi-3.5-mini"), GGUF or HF: fused QKV and gate/up tensors per block,
 // LongRoPE factors in the config (rope_factors_long/short, written as tensors), the converter's
@@ -62,9 +68,13 @@ int phi3_sliding_window(const std::string& shape);
 void write_phi3_hf_config(const engine::ModelConfig& c, engine::DType dtype, const std::string& shape,
                           const std::string& dir);
 
-// GPT-2 ("tiny", "gpt2-124m"), GGUF only: position_embd, LayerNorms with biases, fused attn_qkv
+// GPT-2 ("tiny", "gpt2-124m"), GGUF or HF: position_embd, LayerNorms with biases, fused attn_qkv
 // with bias, ungated FFN with biases, tied head.
 engine::ModelConfig gpt2_shape_config(const std::string& shape, int layers);
 void add_gpt2_block_plan(const engine::ModelConfig& c, int layer, std::vector<Plan>& plan);
+// GPT-2's HF form: every tensor's GPT2LMHeadModel name (engine/family_gpt2_hf.cpp's table; no
+// `transformer.` prefix, as openai-community/gpt2), Conv1D weights [in, out]; config.json.
+void set_gpt2_hf_names(std::vector<Plan>& plan);
+void write_gpt2_hf_config(const engine::ModelConfig& c, engine::DType dtype, const std::string& dir);
 
 }  // namespace anelm::tools
