@@ -137,12 +137,13 @@ class LocalEngine final : public Engine {
       // Phi-3 binds views the programs could read, but its fp16 logits on the tiny file (LongRoPE's
       // attention factor scales q and k) stayed 1.2x outside the ANE tolerance: not served there yet.
       const bool phi3 = c.arch == Arch::kPhi3;
-      const bool gpt2 = c.arch == Arch::kGpt2;
-      const bool gemma = c.post_norms || c.ffn_act != FfnAct::kSilu || !c.swa_layers.empty();  // Gemma 3's layers
-      if (multipliers || !c.nope_layers.empty() || phi3 || gemma || gpt2) {
+      // GPT-2 and Gemma 3 have programs of their own (engine/ane/ane_families.h): their
+      // embedding scale, attention scale, NoPE and windowed layers run on the CPU between them.
+      const bool family = c.arch == Arch::kGpt2 || c.arch == Arch::kGemma3;
+      const bool gemma = c.post_norms || c.ffn_act != FfnAct::kSilu || !c.swa_layers.empty();
+      if (!family && (multipliers || !c.nope_layers.empty() || phi3 || gemma)) {
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
-                        (gpt2          ? "'s layers (LayerNorm, GELU FFN, biases, learned positions)"
-                         : gemma       ? "'s layers (post-norms, GeGLU, sliding windows)"
+                        (gemma         ? "'s layers (post-norms, GeGLU, sliding windows)"
                          : phi3        ? " (not validated: fused tensors, LongRoPE)"
                          : multipliers ? "'s multipliers"
                                        : "'s NoPE layers");

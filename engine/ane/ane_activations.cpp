@@ -32,6 +32,9 @@ class Recorder final : public LayerExecutor {
     const std::size_t rows = static_cast<std::size_t>(b.n);
     auto l = static_cast<std::size_t>(b.layer);
     r_.x_in[l].assign(b.x, b.x + rows * d);
+    // The CPU layer scales layer 0's input (Gemma 3's sqrt(d) embeddings): the program sees it so.
+    if (l == 0 && c_.embedding_scale != 1.0f)
+      for (float& v : r_.x_in[l]) v *= c_.embedding_scale;
     cpu_.run_layer(b);
     // What the CPU mixer fed its output projection: the (gated) attention output, or a DeltaNet
     // layer's gated-normed values; both stay in the scratch after the layer.

@@ -68,6 +68,10 @@ AnePrescales fixed_ane_prescales(const ModelConfig& cfg, double p) {
   s.attn.assign(static_cast<size_t>(cfg.n_layers), p);
   s.ffn.assign(static_cast<size_t>(cfg.n_layers), p);
   s.head = p;
+  if (cfg.post_norms) {
+    s.post_attn.assign(static_cast<size_t>(cfg.n_layers), p);
+    s.post_ffn.assign(static_cast<size_t>(cfg.n_layers), p);
+  }
   return s;
 }
 
@@ -82,16 +86,40 @@ AnePrescales calibrate_ane_prescales(const ModelConfig& cfg, const ModelWeights&
     k.dequantize_row(w.tok_embd.data, w.tok_embd.dtype, ids[static_cast<size_t>(t)], d,
                      acts.x.data() + static_cast<long>(t) * d);
   }
+  // GPT-2's learned positions join the embeddings before the first layer, as in Transformer::step.
+  if (cfg.learned_positions && w.pos_embd.rows() >= n) {
+    std::vector<float> pe(static_cast<size_t>(d));
+    for (int t = 0; t < n; ++t) {
+      k.dequantize_row(w.pos_embd.data, w.pos_embd.dtype, t, d, pe.data());
+      k.add(acts.x.data() + static_cast<long>(t) * d, pe.data(), d, acts.x.data() + static_cast<long>(t) * d);
+    }
+  }
   AnePrescales s;
   const SeqRows seq{0, n, 0, &kv};
   for (int l = 0; l < cfg.n_layers; ++l) {
     Magnitude in, out;
     in.add(acts.x.data(), n, d);
+    if (l == 0 && cfg.embedding_scale != 1.0f) {  // the executor scales layer 0's input (Gemma 3)
+      in.amax *= cfg.embedding_scale;
+      in.rms *= cfg.embedding_scale;
+    }
     cpu.run_layer(LayerBatch{l, n, acts.x.data(), &acts, {&seq, 1}});
     out.add(acts.x.data(), n, d);
     Magnitude both{std::max(in.amax, out.amax), std::max(in.rms, out.rms)};
     s.attn.push_back(prescale_for(in, d));
     s.ffn.push_back(prescale_for(both, d));
+    if (cfg.post_norms) {  // Gemma 3: the post-norms' inputs, Wo att and Wd (gelu(g) * u)
+      const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+      Magnitude o, f;
+      const LinearOut wo[] = {{&L.wo, acts.xb.data()}};
+      parallel_linear(pool, k, acts.att.data(), n, cfg.q_dim(), wo, acts.xq.data(), acts.xk.data());
+      o.add(acts.xb.data(), n, d);
+      const LinearOut wd[] = {{&L.w_down, acts.xb.data()}};
+      parallel_linear(pool, k, acts.gate.data(), n, cfg.d_ff, wd, acts.xq.data(), acts.xk.data());
+      f.add(acts.xb.data(), n, d);
+      s.post_attn.push_back(prescale_for(o, d));
+      s.post_ffn.push_back(prescale_for(f, d));
+    }
   }
   Magnitude fin;
   fin.add(acts.x.data(), n, d);

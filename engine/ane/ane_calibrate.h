@@ -19,6 +19,9 @@ struct AnePrescales {
   std::vector<double> attn;  // [n_layers] program A: norm of the layer input
   std::vector<double> ffn;   // [n_layers] program B: norm of h (bounded by the layer in and out)
   double head = 1.0 / 16;    // LM-head chunks: the final norm
+  // Gemma 3's post-norms, [n_layers] each (empty without post_norms): the norm of the attention
+  // output projection's result and of the FFN's down projection's, inside program B.
+  std::vector<double> post_attn, post_ffn;
 };
 
 // Runs the CPU layers over a fixed calibration sequence (BOS or token 1, then ids spread over the

@@ -15,10 +15,12 @@
 #include "engine/activations.h"
 #include "engine/ane/ane_attention.h"
 #include "engine/ane/ane_calibrate.h"
+#include "engine/ane/ane_families.h"
 #include "engine/ane/ane_programs.h"
 #include "engine/ane/ane_selfcheck.h"
 #include "engine/error.h"
 #include "engine/kernels/quantize.h"
+#include "engine/mixers/attention_mixer.h"
 #include "engine/mixers/deltanet_core.h"
 #include "engine/thread_pool.h"
 #include "engine/transformer.h"
@@ -88,6 +90,10 @@ struct AneShared {
   ThreadPool& pool;
   std::vector<BucketIo> io;  // ascending S
   DeltaNetCore deltanet;  // Gated DeltaNet layers' CPU part (between programs A and B)
+  // GPT-2's and Gemma 3's attention between A and B (no RoPE; windowed layers over the KV ring,
+  // Gemma's attention scale): the CPU mixer's own code (ane_families.h).
+  AttentionMixer attention;
+  bool family_attention = false;
 
   // The smallest bucket holding `remaining` tokens, else the largest (then more chunks follow).
   std::size_t bucket_for(int remaining) const {
@@ -127,6 +133,9 @@ class AneLayer final : public LayerExecutor {
     Activations& a = *b.acts;
     const ModelConfig& c = s_.cfg;
     const std::int64_t d = c.d_model;
+    // Gemma 3's sqrt(d) embedding scale, as CpuExecutor applies it before layer 0.
+    if (layer_ == 0 && c.embedding_scale != 1.0f)
+      for (std::int64_t i = 0; i < b.n * d; ++i) b.x[i] *= c.embedding_scale;
     for (int t0 = 0; t0 < b.n;) {  // A: x rows -> the mixer's projections
       const std::size_t bi = s_.bucket_for(b.n - t0);
       BucketIo& io = s_.io[bi];
@@ -141,6 +150,9 @@ class AneLayer final : public LayerExecutor {
     if (kind_ == Mixer::kDeltaNet) {
       s_.deltanet.run(w_.deltanet, b);
       mixed = a.dn_out.data();
+    } else if (s_.family_attention) {
+      ane_qk_head_norms(c, w_, s_.k, b);
+      s_.attention.attend(b);
     } else {
       ane_qk_head_norms(c, w_, s_.k, b);
       ane_attention_core(c, s_.k, s_.pool, b);
@@ -260,7 +272,9 @@ class AneBackendImpl final : public AneBackend {
         w_(w),
         tf_(tf),
         opts_(o),
-        shared_{cfg, tf.kernels(), pool, {}, DeltaNetCore(cfg, tf.kernels(), pool, tf.inline_macs())} {
+        shared_{cfg, tf.kernels(), pool, {}, DeltaNetCore(cfg, tf.kernels(), pool, tf.inline_macs()),
+                AttentionMixer(CpuContext{cfg, w, pool, tf.kernels(), tf.inline_macs()}),
+                ane_family_layers(cfg)} {
     std::string why;
     check(ane::make_runtime(runtime_options(o), &rt_, &why), "starting the ANE runtime");
     const bool sim = rt_->kind() != "ane";

@@ -33,15 +33,21 @@ std::int64_t layer_weight_bytes(const ModelConfig& c, int layer, bool int8) {
   const bool bias = c.qkv_bias && c.mixer(layer) == Mixer::kAttention;
   const std::int64_t a = matrix_bytes(in, d, int8) + (bias ? blob_file_bytes(2 * in) : 0);
   const std::int64_t b = matrix_bytes(d, ane_mixer_width(c, layer), int8) +
-                         2 * matrix_bytes(f, d, int8) + matrix_bytes(d, f, int8);
-  return a + b;
+                         (c.gated_ffn ? 2 : 1) * matrix_bytes(f, d, int8) + matrix_bytes(d, f, int8);
+  // GPT-2: A's folded bias even without qkv_bias, B's three biases; Gemma 3: the post-norm gains.
+  const std::int64_t v = c.layer_norm ? (bias ? 0 : blob_file_bytes(2 * in)) + 2 * blob_file_bytes(2 * d) +
+                                            blob_file_bytes(2 * f)
+                         : c.post_norms ? 2 * blob_file_bytes(2 * d)
+                                        : 0;
+  return a + b + v;
 }
 
 std::int64_t estimate_weight_bytes(const ModelConfig& c, const Placement& p, bool int8) {
   std::int64_t total = 0;
   for (int l = 0; l < p.ane_layers; ++l)
     total += layer_weight_bytes(c, l, int8) * static_cast<std::int64_t>(p.buckets.size());
-  for (const auto& ch : p.chunks) total += matrix_bytes(ch.rows, c.d_model, int8);
+  for (const auto& ch : p.chunks)  // GPT-2's chunks carry W . final-norm bias
+    total += matrix_bytes(ch.rows, c.d_model, int8) + (c.layer_norm ? blob_file_bytes(2 * ch.rows) : 0);
   return total;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/ane/ane_families.h"
 #include "engine/error.h"
 #include "engine/kernels/quantize.h"
 
@@ -110,7 +111,14 @@ LayerF32::LayerF32(const ModelConfig& cfg, int layer, const LayerWeights& L)
       ffn_norm(to_f32(L.ffn_norm)),
       wg(to_f32(L.w_gate)),
       wu(to_f32(L.w_up)),
-      wd(to_f32(L.w_down)) {
+      wd(to_f32(L.w_down)),
+      attn_norm_b(to_f32(L.attn_norm_b)),
+      bo(to_f32(L.bo)),
+      ffn_norm_b(to_f32(L.ffn_norm_b)),
+      b_up(to_f32(L.b_up)),
+      b_down(to_f32(L.b_down)),
+      attn_post_norm(to_f32(L.attn_post_norm)),
+      ffn_post_norm(to_f32(L.ffn_post_norm)) {
   if (kind == Mixer::kDeltaNet) {
     const DeltaNetWeights& W = L.deltanet;
     dn_qkv = to_f32(W.qkv);
@@ -161,9 +169,7 @@ const char* ane_layer_kind(const ModelConfig& c, int layer, bool ffn) {
   return ffn ? "ffn" : "attn_in";
 }
 
-namespace {
-
-ane::LayerShapes layer_shapes(const ModelConfig& c, int layer = -1) {
+ane::LayerShapes layer_shapes(const ModelConfig& c, int layer) {
   ane::LayerShapes s{c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff, c.rms_eps};
   if (layer >= 0) s.mixer_dim = ane_mixer_width(c, layer);
   return s;
@@ -179,12 +185,12 @@ ane::BlockOptions block_opts(const std::string& kind, int index, std::int64_t se
   return o;
 }
 
-}  // namespace
-
 // Program A (ffn == false) or B of `layer` for bucket `seq`.
 ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, int layer, bool ffn,
                                     std::int64_t seq, bool int8, const AnePrescales& ps,
                                     bool update_only) {
+  if (ane_family_layers(cfg))  // GPT-2, Gemma 3 (ane_families.h)
+    return build_family_layer_block(cfg, w, layer, ffn, seq, int8, ps, update_only);
   ane::BlockProgram b;
   const double p = (ffn ? ps.ffn : ps.attn)[static_cast<std::size_t>(layer)];
   const char* kind = ane_layer_kind(cfg, layer, ffn);
@@ -215,6 +221,7 @@ ane::BlockProgram build_layer_block(const ModelConfig& cfg, const LayerF32& w, i
 ane::BlockProgram build_head_block(const ModelConfig& cfg, const ModelWeights& w,
                                    const std::vector<float>& out_norm, const ane::LmHeadChunk& c,
                                    int index, bool int8, double prescale) {
+  if (cfg.layer_norm) return build_ln_head_block(cfg, w, out_norm, c, index, int8, prescale);
   const std::vector<float> rows = to_f32(w.lm_head, c.row_begin, c.rows);
   ane::BlockProgram b;
   const ane::BlockOptions o = block_opts("lm_head", index, ane::kDecodeSeqLen, int8, prescale);

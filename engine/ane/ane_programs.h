@@ -48,6 +48,9 @@ struct LayerF32 {
   std::vector<float> attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, wg, wu, wd;
   std::vector<float> wq_gate;                          // gated attention: [q_dim][D], else empty
   std::vector<float> dn_qkv, dn_z, dn_beta, dn_alpha;  // Gated DeltaNet in-projections
+  // GPT-2's LayerNorm and projection biases, Gemma 3's post-norms (empty for other families).
+  std::vector<float> attn_norm_b, bo, ffn_norm_b, b_up, b_down;
+  std::vector<float> attn_post_norm, ffn_post_norm;
   LayerF32(const ModelConfig& cfg, int layer, const LayerWeights& L);
 };
 
@@ -59,6 +62,12 @@ std::int64_t ane_in_width(const ModelConfig& cfg, int layer);
 std::int64_t ane_mixer_width(const ModelConfig& cfg, int layer);
 // The kind strings and names of a layer's programs: "attn_in"/"ffn", or "dn_in"/"dn_ffn".
 const char* ane_layer_kind(const ModelConfig& cfg, int layer, bool ffn);
+
+// A layer's shapes for the block builders (layer < 0: the head's, without a mixer width), and a
+// program's options (name from kind, index and S; fp16 or int8; the norm's prescale).
+ane::LayerShapes layer_shapes(const ModelConfig& c, int layer = -1);
+ane::BlockOptions block_opts(const std::string& kind, int index, std::int64_t seq, bool int8,
+                             double prescale);
 
 // Program A (ffn == false) or B of `layer` for bucket `seq`, for the layer's kind.
 // update_only: program B returns the layer's update, not the next residual (fp32_residual).

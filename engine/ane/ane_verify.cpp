@@ -116,14 +116,14 @@ AneVerifyReport verify_ane_programs(const ModelConfig& cfg, const ModelWeights& 
           {{r.att[li].data(), qd}, {x, d}}, ref_b);
     }
   }
-  const std::vector<float> norm = to_f32(w.out_norm);
+  const std::vector<float> norm = to_f32(w.out_norm), norm_b = to_f32(w.out_norm_b);
   for (std::size_t i = 0; i < p.chunks.size(); ++i) {
     const ane::LmHeadChunk& c = p.chunks[i];
     const std::vector<float> rows = to_f32(w.lm_head, c.row_begin, c.rows);
     v.check_program(
         build_head_block(cfg, w, norm, c, static_cast<int>(i), opts.int8_weights, ps.head),
         {{r.x_final.data(), d}},
-        ane_reference::lm_head(cfg, rows, c.rows, norm, r.x_final.data(), n));
+        ane_reference::lm_head(cfg, rows, c.rows, norm, r.x_final.data(), n, norm_b));
   }
   AneVerifyReport rep = v.take();
   rep.live_programs = p.live;
