@@ -290,4 +290,25 @@ inline MilVar linear(BlockEmitter& e, const std::string& var, const MilVar& w, c
 }
 
 
+// b + W . nb per row in fp64 (b empty: zeros): a norm's bias carried through the next projection.
+inline std::vector<float> fold_norm_bias(std::span<const float> w, std::span<const float> b,
+                                  std::int64_t rows, std::int64_t cols,
+                                  std::span<const float> nb) {
+  std::vector<float> out(static_cast<std::size_t>(rows));
+  for (std::int64_t o = 0; o < rows; ++o) {
+    double s = b.empty() ? 0.0 : b[static_cast<std::size_t>(o)];
+    for (std::int64_t i = 0; i < cols; ++i)
+      s += static_cast<double>(w[static_cast<std::size_t>(o * cols + i)]) * nb[static_cast<std::size_t>(i)];
+    out[static_cast<std::size_t>(o)] = static_cast<float>(s);
+  }
+  return out;
+}
+
+// One LM-head chunk: no norm (norm_gain empty), RMSNorm (gain), or LayerNorm (gain and ln_bias, the
+// bias folded into the head's bias): mil_blocks.cpp's build_lm_head_chunk and GPT-2's head.
+Status build_head_chunk(const LayerShapes& s, std::span<const float> head_weight, std::int64_t vocab,
+                        const LmHeadChunk& chunk, std::span<const float> norm_gain,
+                        std::span<const float> ln_bias, bool layer_norm, const BlockOptions& opts,
+                        BlockProgram* out);
+
 }  // namespace anelm::ane::detail

@@ -191,17 +191,18 @@ std::vector<LmHeadChunk> plan_lm_head_chunks(std::int64_t vocab, std::int64_t ma
   return chunks;
 }
 
-Status build_lm_head_chunk(const LayerShapes& s, std::span<const float> head_weight,
-                           std::int64_t vocab, const LmHeadChunk& chunk,
-                           std::span<const float> final_norm_gain, const BlockOptions& opts,
-                           BlockProgram* out) {
+Status detail::build_head_chunk(const LayerShapes& s, std::span<const float> head_weight, std::int64_t vocab,
+                        const LmHeadChunk& chunk, std::span<const float> norm_gain,
+                        std::span<const float> ln_bias, bool layer_norm, const BlockOptions& opts,
+                        BlockProgram* out) {
   ANE_RETURN_IF_ERROR(check_opts(s, opts));
   const std::int64_t d = s.d_model, S = opts.seq_len;
   ANE_RETURN_IF_ERROR(check_span(head_weight, vocab * d, "head_weight"));
   if (chunk.row_begin < 0 || chunk.rows <= 0 || chunk.row_begin + chunk.rows > vocab)
     return invalid_argument("LM head chunk rows out of range");
-  if (!final_norm_gain.empty())
-    ANE_RETURN_IF_ERROR(check_span(final_norm_gain, d, "final_norm_gain"));
+  if (layer_norm || !norm_gain.empty())
+    ANE_RETURN_IF_ERROR(check_span(norm_gain, d, "final_norm_gain"));
+  if (layer_norm) ANE_RETURN_IF_ERROR(check_span(ln_bias, d, "final_norm_bias"));
   *out = BlockProgram{};
   out->source.name = opts.name.empty() ? block_name("lm_head", 0, S) : opts.name;
   out->kind = "lm_head";
@@ -211,19 +212,32 @@ Status build_lm_head_chunk(const LayerShapes& s, std::span<const float> head_wei
   e.conv_consts();
   const auto rows = head_weight.subspan(static_cast<std::size_t>(chunk.row_begin * d),
                                         static_cast<std::size_t>(chunk.rows * d));
-  const std::vector<float> gain = scaled_gain(final_norm_gain, d);  // empty stays empty
+  const std::vector<float> gain = scaled_gain(norm_gain, d);  // empty stays empty
   MilVar W = e.weight("Wh", "wh", fold_gain(rows, chunk.rows, d, gain), chunk.rows, d);
-  MilVar in = final_norm_gain.empty() ? x : e.rms_norm(x, d, s.rms_eps, "");
-  MilVar y = linear(e, "y", W, nullptr, in);
+  MilVar y;
+  if (layer_norm) {  // the LayerNorm's bias folded into the head's bias
+    MilVar B = e.vec("Bh", "bh", fold_norm_bias(rows, {}, chunk.rows, d, ln_bias));
+    y = linear(e, "y", W, &B, e.layer_norm(x, d, s.rms_eps, ""));
+  } else {
+    y = linear(e, "y", W, nullptr, norm_gain.empty() ? x : e.rms_norm(x, d, s.rms_eps, ""));
+  }
   f.output(y);
   ANE_RETURN_IF_ERROR(e.finish(out));
-  out->inputs = {IoDesc{"x", act(d, S), {{final_norm_gain.empty() ? "normed" : "residual", 0, d}}}};
+  const bool normed_input = !layer_norm && norm_gain.empty();
+  out->inputs = {IoDesc{"x", act(d, S), {{normed_input ? "normed" : "residual", 0, d}}}};
   out->outputs = {IoDesc{"y",
                          y.type,
                          {{"logits[" + std::to_string(chunk.row_begin) + ":" +
                                std::to_string(chunk.row_begin + chunk.rows) + "]",
                            0, chunk.rows}}}};
   return {};
+}
+
+Status build_lm_head_chunk(const LayerShapes& s, std::span<const float> head_weight,
+                           std::int64_t vocab, const LmHeadChunk& chunk,
+                           std::span<const float> final_norm_gain, const BlockOptions& opts,
+                           BlockProgram* out) {
+  return build_head_chunk(s, head_weight, vocab, chunk, final_norm_gain, {}, false, opts, out);
 }
 
 Status build_final_norm(const LayerShapes& s, std::span<const float> gain, const BlockOptions& opts,

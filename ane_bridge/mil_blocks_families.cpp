@@ -9,20 +9,6 @@ using namespace detail;
 
 namespace {
 
-// b + W . nb per row in fp64 (b empty: zeros): a norm's bias carried through the next projection.
-std::vector<float> fold_norm_bias(std::span<const float> w, std::span<const float> b,
-                                  std::int64_t rows, std::int64_t cols,
-                                  std::span<const float> nb) {
-  std::vector<float> out(static_cast<std::size_t>(rows));
-  for (std::int64_t o = 0; o < rows; ++o) {
-    double s = b.empty() ? 0.0 : b[static_cast<std::size_t>(o)];
-    for (std::int64_t i = 0; i < cols; ++i)
-      s += static_cast<double>(w[static_cast<std::size_t>(o * cols + i)]) * nb[static_cast<std::size_t>(i)];
-    out[static_cast<std::size_t>(o)] = static_cast<float>(s);
-  }
-  return out;
-}
-
 // The packed (mixer output, residual) input of every program B, sliced back apart (§4.5).
 struct PackedInput {
   MilVar a, r;
@@ -131,36 +117,7 @@ Status build_ln_lm_head_chunk(const LayerShapes& s, std::span<const float> head_
                               std::int64_t vocab, const LmHeadChunk& chunk,
                               std::span<const float> norm_gain, std::span<const float> norm_bias,
                               const BlockOptions& opts, BlockProgram* out) {
-  ANE_RETURN_IF_ERROR(check_opts(s, opts));
-  const std::int64_t d = s.d_model, S = opts.seq_len;
-  ANE_RETURN_IF_ERROR(check_span(head_weight, vocab * d, "head_weight"));
-  if (chunk.row_begin < 0 || chunk.rows <= 0 || chunk.row_begin + chunk.rows > vocab)
-    return invalid_argument("LM head chunk rows out of range");
-  ANE_RETURN_IF_ERROR(check_span(norm_gain, d, "final_norm_gain"));
-  ANE_RETURN_IF_ERROR(check_span(norm_bias, d, "final_norm_bias"));
-  *out = BlockProgram{};
-  out->source.name = opts.name.empty() ? block_name("lm_head", 0, S) : opts.name;
-  out->kind = "lm_head";
-  BlockEmitter e(out->source.name, opts);
-  MilFunctionBuilder& f = e.fn();
-  MilVar x = f.input("x", act(d, S));
-  e.conv_consts();
-  const auto rows = head_weight.subspan(static_cast<std::size_t>(chunk.row_begin * d),
-                                        static_cast<std::size_t>(chunk.rows * d));
-  MilVar W =
-      e.weight("Wh", "wh", fold_gain(rows, chunk.rows, d, scaled_gain(norm_gain, d)), chunk.rows, d);
-  MilVar B = e.vec("Bh", "bh", fold_norm_bias(rows, {}, chunk.rows, d, norm_bias));
-  MilVar xn = e.layer_norm(x, d, s.rms_eps, "");
-  MilVar y = linear(e, "y", W, &B, xn);
-  f.output(y);
-  ANE_RETURN_IF_ERROR(e.finish(out));
-  out->inputs = {IoDesc{"x", act(d, S), {{"residual", 0, d}}}};
-  out->outputs = {IoDesc{"y",
-                         y.type,
-                         {{"logits[" + std::to_string(chunk.row_begin) + ":" +
-                               std::to_string(chunk.row_begin + chunk.rows) + "]",
-                           0, chunk.rows}}}};
-  return {};
+  return build_head_chunk(s, head_weight, vocab, chunk, norm_gain, norm_bias, true, opts, out);
 }
 
 Status build_post_norm_ffn_block(const LayerShapes& s, const PostNormFfnBlockWeights& w,
