@@ -103,11 +103,25 @@ std::vector<int> get_id_list(const json& j, const char* key, const std::string& 
     if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
   };
   if (it->is_array()) {
+    constexpr size_t kMaxIds = 256;  // real configs list a handful; bounds the duplicate checks
+    if (it->size() > kMaxIds) {
+      throw Error(ErrorKind::kFormat, "'" + source + "': field '" + key + "' lists " + std::to_string(it->size()) +
+                                          " ids (at most " + std::to_string(kMaxIds) + ")");
+    }
     for (const json& v : *it) add(v);
   } else {
     add(*it);
   }
   return out;
+}
+
+// bos_token_id (the first, unless one is set already) and eos_token_id (added to the list, once
+// each) of one config object; a nested config calls it for the outer object and then its own.
+void read_token_ids(const json& j, const std::string& source, ModelConfig& c) {
+  if (std::vector<int> bos = get_id_list(j, "bos_token_id", source); !bos.empty() && c.bos_id < 0) c.bos_id = bos[0];
+  for (int id : get_id_list(j, "eos_token_id", source)) {
+    if (std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end()) c.eos_ids.push_back(id);
+  }
 }
 
 }  // namespace
@@ -206,12 +220,7 @@ ModelConfig qwen35_from_hf(const json& top, const std::string& source) {
     for (int l = 0; l < c.n_layers; ++l) c.mixers[static_cast<size_t>(l)] = (l + 1) % interval ? Mixer::kDeltaNet : Mixer::kAttention;
   }
   c.tie_embeddings = get_bool(top, "tie_word_embeddings", source, get_bool(j, "tie_word_embeddings", source, false));
-  for (const json* src : {&top, &j}) {
-    if (std::vector<int> bos = get_id_list(*src, "bos_token_id", source); !bos.empty() && c.bos_id < 0) c.bos_id = bos[0];
-    for (int id : get_id_list(*src, "eos_token_id", source)) {
-      if (std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end()) c.eos_ids.push_back(id);
-    }
-  }
+  for (const json* src : {&top, &j}) read_token_ids(*src, source, c);
   return c;
 }
 
@@ -284,9 +293,7 @@ ModelConfig phi3_from_hf(const json& j, const std::string& source) {
   }
   select_rope_factors(c, 0);  // short until the run context is known
   c.tie_embeddings = get_bool(j, "tie_word_embeddings", source, false);
-  std::vector<int> bos = get_id_list(j, "bos_token_id", source);
-  if (!bos.empty()) c.bos_id = bos[0];
-  c.eos_ids = get_id_list(j, "eos_token_id", source);
+  read_token_ids(j, source, c);
   return c;
 }
 
@@ -411,12 +418,7 @@ ModelConfig gemma3_from_hf(const json& top, const std::string& source) {
     for (int l = 0; l < c.n_layers; ++l) c.swa_layers[static_cast<size_t>(l)] = (l + 1) % pattern != 0;
   }
   c.tie_embeddings = get_bool(top, "tie_word_embeddings", source, get_bool(j, "tie_word_embeddings", source, true));
-  for (const json* src : {&top, &j}) {
-    if (std::vector<int> bos = get_id_list(*src, "bos_token_id", source); !bos.empty() && c.bos_id < 0) c.bos_id = bos[0];
-    for (int id : get_id_list(*src, "eos_token_id", source)) {
-      if (std::find(c.eos_ids.begin(), c.eos_ids.end(), id) == c.eos_ids.end()) c.eos_ids.push_back(id);
-    }
-  }
+  for (const json* src : {&top, &j}) read_token_ids(*src, source, c);
   return c;
 }
 
@@ -459,9 +461,7 @@ ModelConfig gpt2_from_hf(const json& j, const std::string& source) {
   c.rms_eps = get_float(j, "layer_norm_epsilon", source, 1e-5f);
   if (c.n_layers > 0 && c.n_layers <= ModelLimits::kMaxLayers) c.nope_layers.assign(static_cast<size_t>(c.n_layers), true);
   c.tie_embeddings = get_bool(j, "tie_word_embeddings", source, true);
-  std::vector<int> bos = get_id_list(j, "bos_token_id", source);
-  if (!bos.empty()) c.bos_id = bos[0];
-  c.eos_ids = get_id_list(j, "eos_token_id", source);
+  read_token_ids(j, source, c);
   return c;
 }
 
@@ -519,9 +519,7 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
     }
     c.tie_embeddings = it->get<bool>();
   }
-  std::vector<int> bos = get_id_list(j, "bos_token_id", source);
-  if (!bos.empty()) c.bos_id = bos[0];
-  c.eos_ids = get_id_list(j, "eos_token_id", source);
+  read_token_ids(j, source, c);
   return c;
 }
 

@@ -119,6 +119,10 @@ TEST(ConfigHf, HostileValuesAreFormatErrors) {
   EXPECT_NE(msg(base + R"(, "attention_bias": 1})").find("'attention_bias' must be a bool"), std::string::npos);
   EXPECT_NE(msg(base + R"(, "rope_scaling": {"rope_type": 3}})").find("rope_scaling"), std::string::npos);
   EXPECT_NE(msg(base + R"(, "eos_token_id": 99999999999})").find("'eos_token_id' must be an int32"), std::string::npos);
+  // An id list is bounded (each id is checked against the ones before it).
+  std::string ids = "[0";
+  for (int i = 1; i < 300; ++i) ids += "," + std::to_string(i);
+  EXPECT_NE(msg(base + R"(, "eos_token_id": )" + ids + "]}").find("'eos_token_id' lists 300 ids"), std::string::npos);
   EXPECT_NE(msg(base + R"(, "head_dim": 18446744073709551615})").find("'head_dim'"), std::string::npos);
   // A huge head_dim with llama3 rope scaling must not size a table before validation rejects it.
   EXPECT_NE(msg(base + R"(, "head_dim": 2147483646, "rope_scaling": {"rope_type": "llama3"}})").find("head_dim = 2147483646"),
