@@ -92,6 +92,10 @@ std::vector<float> bf16_reference(const std::vector<uint8_t>& w, DType t, int64_
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  if (reps < 1) {  // --help, or a count that is not one
+    std::fprintf(stderr, "usage: bench_kernels [reps >= 1, default 20] [dtype] [shape] [exact] (see the top of bench/bench_kernels.cpp)\n");
+    return 2;
+  }
   const std::string only = argc > 2 ? argv[2] : "";
   const std::string only_shape = argc > 3 ? argv[3] : "";
   const bool exact_errors = argc > 4 && std::string(argv[4]) == "exact";

@@ -105,7 +105,7 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   }
   const LinearOut down[] = {{&L.w_down, a.proj.data()}};
   parallel_linear(pool_, k_, a.gate.data(), n, d_ff, down, a.xq.data(), a.xk.data(), inline_macs_);
-  add_bias_rows(L.b_down, a.proj.data(), n, d);
+  add_bias_rows(pool_, k_, L.b_down, a.proj.data(), n, d);
   post_norm(L.ffn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
 }
@@ -138,15 +138,6 @@ void CpuExecutor::ffn_ungated(const LayerWeights& L, Activations& a, int n) {
       if (bias) k_.add(row, bias, d_ff, row);
       k_.gelu(row, d_ff, row);
     }
-  });
-}
-
-// rows y [n][dim] += bias; nothing without the bias.
-void CpuExecutor::add_bias_rows(const TensorView& bias, float* y, int n, int dim) {
-  if (bias.empty()) return;
-  const auto* b = static_cast<const float*>(bias.data);
-  for_tokens(pool_, n, [&](int t0, int t1) {
-    for (int64_t t = t0; t < t1; ++t) k_.add(y + t * dim, b, dim, y + t * dim);
   });
 }
 

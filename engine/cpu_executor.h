@@ -47,7 +47,6 @@ class CpuExecutor final : public LayerExecutor {
   void post_norm(const TensorView& w, float* out, int n);
   void norm_rows(const float* w, const TensorView& bias, const float* x, int n, float* out);
   void ffn_ungated(const LayerWeights& L, Activations& a, int n);
-  void add_bias_rows(const TensorView& bias, float* y, int n, int dim);
 
   const ModelConfig& cfg_;
   const ModelWeights& w_;

@@ -24,12 +24,6 @@ void head_norm(const TensorView& w, float* x, int rows, const ModelConfig& cfg, 
   }
 }
 
-void add_bias(const TensorView& b, float* y, int n, int dim, const kernels::KernelTable& k) {
-  if (b.empty()) return;
-  const auto* bias = static_cast<const float*>(b.data);
-  for (int t = 0; t < n; ++t) k.add(y + static_cast<int64_t>(t) * dim, bias, dim, y + static_cast<int64_t>(t) * dim);
-}
-
 }  // namespace
 
 void AttentionMixer::mix(const LayerBatch& b) {
@@ -50,9 +44,9 @@ void AttentionMixer::mix(const LayerBatch& b) {
       }
     }
   }
-  add_bias(L.bq, a.q.data(), n, q_dim, c_.k);
-  add_bias(L.bk, a.k.data(), n, kv_dim, c_.k);
-  add_bias(L.bv, a.v.data(), n, kv_dim, c_.k);
+  add_bias_rows(c_.pool, c_.k, L.bq, a.q.data(), n, q_dim);
+  add_bias_rows(c_.pool, c_.k, L.bk, a.k.data(), n, kv_dim);
+  add_bias_rows(c_.pool, c_.k, L.bv, a.v.data(), n, kv_dim);
   head_norm(L.q_norm, a.q.data(), n * cfg.n_heads, cfg, c_.k);
   head_norm(L.k_norm, a.k.data(), n * cfg.n_kv_heads, cfg, c_.k);
   attend(b);
@@ -69,7 +63,7 @@ void AttentionMixer::mix(const LayerBatch& b) {
   }
   const LinearOut o[] = {{&L.wo, a.proj.data()}};
   parallel_linear(c_.pool, c_.k, a.att.data(), n, q_dim, o, a.xq.data(), a.xk.data(), c_.inline_macs);
-  add_bias(L.bo, a.proj.data(), n, d, c_.k);  // GPT-2
+  add_bias_rows(c_.pool, c_.k, L.bo, a.proj.data(), n, d);  // GPT-2
 }
 
 // RoPE on q/k and K/V stores for every row at its sequence's position, then blocked causal attention

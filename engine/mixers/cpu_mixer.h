@@ -28,6 +28,16 @@ void for_tokens(ThreadPool& pool, int n, Fn&& fn) {
   pool.parallel_for(n, [&](int64_t b, int64_t e, int) { fn(static_cast<int>(b), static_cast<int>(e)); }, 4, 2);
 }
 
+// rows y [n][dim] += bias (GPT-2's and Qwen2's projection biases); nothing without the bias.
+inline void add_bias_rows(ThreadPool& pool, const kernels::KernelTable& k, const TensorView& bias, float* y, int n,
+                          int dim) {
+  if (bias.empty()) return;
+  const auto* b = static_cast<const float*>(bias.data);
+  for_tokens(pool, n, [&](int t0, int t1) {
+    for (int64_t t = t0; t < t1; ++t) k.add(y + t * dim, b, dim, y + t * dim);
+  });
+}
+
 // What every CPU mixer computes with (all borrowed from the executor, which outlives the mixers).
 struct CpuContext {
   const ModelConfig& cfg;
