@@ -3,12 +3,14 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #endif
 
+#include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
 
 namespace anelm::engine::kernels {
@@ -109,9 +111,34 @@ const KernelTable* kernel_table(Isa isa) {
   }
 }
 
+namespace {
+
+MatmulFn g_f16_exact = nullptr;  // the F16 matmul under the rounding wrapper (one table per process)
+
+void matmul_f16_rounded_x(const void* w, int64_t cols, const float* x, const void* xq, int n, float* __restrict y,
+                          int64_t ldy, int64_t r0, int64_t r1) {
+  thread_local std::vector<float> xr;  // grows once per thread to the widest call
+  xr.resize(static_cast<size_t>(n) * static_cast<size_t>(cols));
+  for (size_t i = 0; i < xr.size(); ++i) xr[i] = half_to_float(float_to_half(x[i]));
+  g_f16_exact(w, cols, xr.data(), xq, n, y, ldy, r0, r1);
+}
+
+}  // namespace
+
+KernelTable with_f16_rounded_activations(const KernelTable& t) {
+  KernelTable out = t;
+  g_f16_exact = t.matmul[dtype_index(DType::kF16)];
+  out.matmul[dtype_index(DType::kF16)] = matmul_f16_rounded_x;
+  return out;
+}
+
 const KernelTable& active_kernels() {
-  static const KernelTable* table = kernel_table(selected_isa());
-  return *table;
+  static const KernelTable table = [] {
+    const KernelTable& t = *kernel_table(selected_isa());
+    const char* env = std::getenv("ANELM_F16_ACTIVATIONS");
+    return env && std::strcmp(env, "f16") == 0 ? with_f16_rounded_activations(t) : t;
+  }();
+  return table;
 }
 
 }  // namespace anelm::engine::kernels

@@ -139,8 +139,13 @@ struct KernelTable {
 
 // The table for `isa`, or nullptr when that path is not compiled in or not supported here.
 const KernelTable* kernel_table(Isa isa);
-// The table of selected_isa(), fixed for the life of the process.
+// The table of selected_isa(), fixed for the life of the process; with ANELM_F16_ACTIVATIONS=f16,
+// with_f16_rounded_activations of it.
 const KernelTable& active_kernels();
+// `t` with its F16-weight matmul fed activations rounded to f16 first, as ggml computes (F16's
+// vec_dot_type): a diagnostic that reproduces llama.cpp's rounding. By default anelm multiplies the
+// f32 activations, which lands closer to the exact result (docs/parity.md). One such table per process.
+KernelTable with_f16_rounded_activations(const KernelTable& t);
 
 // Per-ISA table builders (defined in kernels_<isa>.cpp; absent ones are not compiled).
 const KernelTable& scalar_kernel_table();

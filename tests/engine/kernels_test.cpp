@@ -96,6 +96,27 @@ TEST_P(KernelsTest, MatmulFloatTypesMatchReference) {
   }
 }
 
+// ANELM_F16_ACTIVATIONS=f16 (ggml's rounding, a parity diagnostic): the table's F16 matmul then sees
+// activations rounded to f16, so it equals the reference on the rounded activations and not on the
+// f32 ones (x carries 24-bit mantissas, so rounding moves every product).
+TEST_P(KernelsTest, F16RoundedActivationsMatchReferenceOnRoundedInputs) {
+  const KernelTable rounded = with_f16_rounded_activations(k());
+  const int64_t rows = 37, cols = 257;
+  const int n = 5;
+  const auto w = encode(random_floats(static_cast<size_t>(rows * cols), 3), DType::kF16, rows, cols);
+  const auto x = random_floats(static_cast<size_t>(n * cols), 4);
+  std::vector<float> xr(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xr[i] = half_to_float(float_to_half(x[i]));
+  std::vector<float> on_rounded(static_cast<size_t>(n * rows)), on_f32(on_rounded.size()), actual(on_rounded.size());
+  ref::matmul(w.data(), DType::kF16, rows, cols, xr.data(), n, on_rounded.data());
+  ref::matmul(w.data(), DType::kF16, rows, cols, x.data(), n, on_f32.data());
+  rounded.matmul[dtype_index(DType::kF16)](w.data(), cols, x.data(), nullptr, n, actual.data(), rows, 0, rows);
+  expect_close(tag("f16-rounded activations"), on_rounded.data(), actual.data(), n * rows, 2e-5f * std::sqrt(257.0f));
+  float moved = 0;
+  for (size_t i = 0; i < actual.size(); ++i) moved = std::max(moved, std::fabs(actual[i] - on_f32[i]));
+  EXPECT_GT(moved, 1e-3f) << tag("the rounding changed nothing");
+}
+
 // Quantised weights: the fast path quantises activations to Q8, so compare against the reference run
 // on the dequantised Q8 activations (tight), and against plain f32 activations (loose).
 TEST_P(KernelsTest, MatmulQuantTypesMatchReference) {
