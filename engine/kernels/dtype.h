@@ -136,10 +136,16 @@ constexpr int k3_scale(const uint8_t* s, int j) {
   return (low | (high << 4)) - 32;
 }
 
+// Below this block maximum d rounds to 0 in f16, so the block adds nothing to any dot; its qs are
+// set to 0 there instead of scaling by 1 / d, which overflows to inf for tiny amax.
+inline constexpr float kQ8MinAmax = 0x1p-32f;
+
 // Activation row quantised for integer dots (ours, not a file format): x[i] ~= qs[i] * d with
-// qs = round(x / (amax / 127)) in [-127, 127] and d = amax / 127 rounded to f16 (as llama.cpp's
-// block_q8_0 activations, so dot products match the peer's numerics); `sum` = sum(qs) lets Q4_0
-// (offset 8) and the unsigned-times-signed VNNI trick correct their bias exactly in integers.
+// qs = round-half-even(x * (1 / d)) in [-127, 127] with d = amax / 127, stored rounded to f16 (as
+// llama.cpp's block_q8_0 activations, ggml's reference and Arm code; its x86 code scales by
+// 127 / amax, which differs in the last bit for some amax: matching it moved no parity figure,
+// docs/parity.md); `sum` = sum(qs) lets Q4_0 (offset 8) and the unsigned-times-signed VNNI trick
+// correct their bias exactly.
 struct QBlock8 {
   float d;
   int32_t sum;

@@ -113,15 +113,34 @@ const KernelTable* kernel_table(Isa isa) {
 
 namespace {
 
-MatmulFn g_f16_exact = nullptr;  // the F16 matmul under the rounding wrapper (one table per process)
+// The exact kernels under the rounding wrappers (one table per process).
+MatmulFn g_f16_exact = nullptr;
+void (*g_gelu_exact)(const float*, int, float*) = nullptr;
+
+float round_f16(float v) { return half_to_float(float_to_half(v)); }
 
 void matmul_f16_rounded_x(const void* w, int64_t cols, const float* x, const void* xq, int n, float* __restrict y,
                           int64_t ldy, int64_t r0, int64_t r1) {
   thread_local std::vector<float> xr;  // grows once per thread to the widest call
   xr.resize(static_cast<size_t>(n) * static_cast<size_t>(cols));
-  for (size_t i = 0; i < xr.size(); ++i) xr[i] = half_to_float(float_to_half(x[i]));
+  for (size_t i = 0; i < xr.size(); ++i) xr[i] = round_f16(x[i]);
   g_f16_exact(w, cols, xr.data(), xq, n, y, ldy, r0, r1);
 }
+
+// ggml's GELU (GGML_GELU_FP16, on by default in its CPU backend): x <= -10 gives 0, x >= 10 gives x,
+// otherwise a table indexed by f16(x) holding f16(gelu(x)). out = that * (up ? up : 1).
+void gelu_table(const float* x, const float* up, int n, float* out) {
+  thread_local std::vector<float> g;
+  g.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) g[i] = round_f16(x[i]);
+  g_gelu_exact(g.data(), n, g.data());
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : round_f16(g[i]);
+    out[i] = up ? v * up[i] : v;
+  }
+}
+void gelu_rounded(const float* x, int n, float* out) { gelu_table(x, nullptr, n, out); }
+void gelu_mul_rounded(const float* gate, const float* up, int n, float* out) { gelu_table(gate, up, n, out); }
 
 }  // namespace
 
@@ -129,6 +148,9 @@ KernelTable with_f16_rounded_activations(const KernelTable& t) {
   KernelTable out = t;
   g_f16_exact = t.matmul[dtype_index(DType::kF16)];
   out.matmul[dtype_index(DType::kF16)] = matmul_f16_rounded_x;
+  g_gelu_exact = t.gelu;
+  if (t.gelu) out.gelu = gelu_rounded;
+  if (t.gelu && t.gelu_mul) out.gelu_mul = gelu_mul_rounded;
   return out;
 }
 

@@ -142,9 +142,10 @@ const KernelTable* kernel_table(Isa isa);
 // The table of selected_isa(), fixed for the life of the process; with ANELM_F16_ACTIVATIONS=f16,
 // with_f16_rounded_activations of it.
 const KernelTable& active_kernels();
-// `t` with its F16-weight matmul fed activations rounded to f16 first, as ggml computes (F16's
-// vec_dot_type): a diagnostic that reproduces llama.cpp's rounding. By default anelm multiplies the
-// f32 activations, which lands closer to the exact result (docs/parity.md). One such table per process.
+// `t` with ggml's f16 roundings, a diagnostic that reproduces llama.cpp's: its F16-weight matmul fed
+// activations rounded to f16 first (F16's vec_dot_type), and GELU / GeGLU through ggml's f16 table
+// (f16(gelu(f16(x))), GGML_GELU_FP16). By default anelm multiplies the f32 activations and computes
+// GELU in f32, which lands closer to the exact result (docs/parity.md). One such table per process.
 KernelTable with_f16_rounded_activations(const KernelTable& t);
 
 // Per-ISA table builders (defined in kernels_<isa>.cpp; absent ones are not compiled).

@@ -323,7 +323,7 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
     for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
     const float amax = hmax256(_mm256_max_ps(_mm256_max_ps(abs256(v[0]), abs256(v[1])), _mm256_max_ps(abs256(v[2]), abs256(v[3]))));
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax >= kQ8MinAmax ? 1.0f / d : 0.0f;
     const __m256 vid = _mm256_set1_ps(id);
     __m256i q[4];
     for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));

@@ -553,7 +553,7 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
     const __m512 v1 = _mm512_loadu_ps(x + b * kQBlock + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax >= kQ8MinAmax ? 1.0f / d : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
     const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));

@@ -115,7 +115,7 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
     for (int i = 0; i < 8; ++i) v[i] = vld1q_f32(xb + 4 * i), m = vmaxq_f32(m, vabsq_f32(v[i]));
     const float amax = vmaxvq_f32(m);
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax >= kQ8MinAmax ? 1.0f / d : 0.0f;
     int32x4_t sum = vdupq_n_s32(0);
     for (int i = 0; i < 8; i += 2) {
       const int32x4_t q0 = vcvtnq_s32_f32(vmulq_n_f32(v[i], id));

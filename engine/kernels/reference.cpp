@@ -132,7 +132,7 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
     float amax = 0.0f;
     for (int i = 0; i < kQBlock; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax >= kQ8MinAmax ? 1.0f / d : 0.0f;
     int32_t sum = 0;
     for (int i = 0; i < kQBlock; ++i) {
       const int q = static_cast<int>(std::nearbyint(xb[i] * id));  // ties to even

@@ -1,6 +1,7 @@
 // Every kernel of every supported ISA against the naive reference (engine/kernels/reference.h), on odd sizes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -117,6 +118,33 @@ TEST_P(KernelsTest, F16RoundedActivationsMatchReferenceOnRoundedInputs) {
   EXPECT_GT(moved, 1e-3f) << tag("the rounding changed nothing");
 }
 
+
+// The same diagnostic's GELU is ggml's table (ggml-cpu/vec.h, GGML_GELU_FP16): 0 at x <= -10, x at
+// x >= 10, else f16(gelu(f16(x))); GeGLU multiplies that by up. Expected values come from the scalar
+// reference on the f16-rounded input; a flip of the last f16 bit is allowed (the ISA's inner GELU
+// is 1e-6 from the reference's), and the f32 result must move.
+TEST_P(KernelsTest, F16RoundedGeluFollowsGgmlTable) {
+  const KernelTable rounded = with_f16_rounded_activations(k());
+  const int n = 301;
+  auto x = random_floats(n, 12, 6.0f);
+  x[0] = -10.0f, x[1] = 10.0f, x[2] = -12.5f, x[3] = 11.0f, x[4] = 9.99f;
+  const auto up = random_floats(n, 13);
+  std::vector<float> e(n), e_mul(n), f32(n), a(n), a_mul(n);
+  for (int i = 0; i < n; ++i) {
+    float g = half_to_float(float_to_half(x[i]));
+    ref::gelu(&g, 1, &g);
+    e[i] = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : half_to_float(float_to_half(g));
+    e_mul[i] = e[i] * up[i];
+  }
+  ref::gelu(x.data(), n, f32.data());
+  rounded.gelu(x.data(), n, a.data());
+  rounded.gelu_mul(x.data(), up.data(), n, a_mul.data());
+  expect_close(tag("ggml-table gelu"), e.data(), a.data(), n, 1e-6f, 1.0f / 1024);
+  expect_close(tag("ggml-table gelu_mul"), e_mul.data(), a_mul.data(), n, 1e-6f, 1.0f / 1024);
+  float moved = 0;
+  for (int i = 0; i < n; ++i) moved = std::max(moved, std::fabs(a[i] - f32[i]));
+  EXPECT_GT(moved, 1e-4f) << tag("the table changed nothing");
+}
 // Quantised weights: the fast path quantises activations to Q8, so compare against the reference run
 // on the dequantised Q8 activations (tight), and against plain f32 activations (loose).
 TEST_P(KernelsTest, MatmulQuantTypesMatchReference) {
@@ -257,6 +285,42 @@ TEST_P(KernelsTest, QuantizeQ8IsBitIdenticalToReference) {
       ASSERT_EQ(0, std::memcmp(e[b].qs, a[b].qs, kQBlock)) << tag("quantize_q8") << " block " << b;
     }
   }
+}
+
+// The Q8 activation multiplier is 1 / d with d = amax / 127, as ggml's quantize_row_q8_0_ref (and
+// its Arm code); its x86 code takes 127 / amax, which differs in the last bit for some amax and
+// flips a q on a rounding boundary (docs/parity.md measured both against llama.cpp). The blocks
+// below are searched so that the two multipliers give different qs, which pins the choice on every
+// table. A block whose d rounds to 0 in f16 adds nothing to a dot and must quantise to zeros, not
+// overflow.
+TEST_P(KernelsTest, QuantizeQ8ScalesAsGgmlReference) {
+  std::vector<float> x;
+  std::vector<std::array<int8_t, kQBlock>> expected;
+  for (uint32_t seed = 1; expected.size() < 8 && seed < 100000; ++seed) {
+    auto b = random_floats(kQBlock, seed, 3.0f);
+    float amax = 0.0f;
+    for (float v : b) amax = std::fmax(amax, std::fabs(v));
+    const float ours = 1.0f / (amax / 127.0f), other = 127.0f / amax;
+    if (ours == other) continue;
+    // A value next to the rounding boundary 52.5 that the two multipliers put on different sides.
+    float c = std::nextafter(52.5f / ours, 0.0f);
+    for (int step = 0; step < 8 && std::nearbyint(c * ours) == std::nearbyint(c * other); ++step)
+      c = std::nextafter(c, 64.0f);
+    if (std::nearbyint(c * ours) == std::nearbyint(c * other)) continue;
+    b[7] = c;
+    std::array<int8_t, kQBlock> q{};
+    for (int i = 0; i < kQBlock; ++i) q[i] = static_cast<int8_t>(std::nearbyint(b[i] * ours));
+    x.insert(x.end(), b.begin(), b.end());
+    expected.push_back(q);
+  }
+  ASSERT_EQ(expected.size(), 8u) << "no block where the two multipliers part";
+  x.insert(x.end(), kQBlock, 1e-37f);  // 1 / (amax / 127) overflows; d = f16(amax / 127) = 0
+  std::vector<QBlock8> a(x.size() / kQBlock);
+  k().quantize_q8(x.data(), static_cast<int64_t>(x.size()), a.data());
+  for (size_t b = 0; b < expected.size(); ++b)
+    ASSERT_EQ(0, std::memcmp(expected[b].data(), a[b].qs, kQBlock)) << tag("quantize_q8") << " block " << b;
+  EXPECT_EQ(a.back().d, 0.0f) << tag("quantize_q8");
+  for (int8_t v : a.back().qs) ASSERT_EQ(v, 0) << tag("quantize_q8");
 }
 
 TEST_P(KernelsTest, DequantizeRowMatchesReference) {
