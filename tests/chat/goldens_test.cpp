@@ -19,12 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::anelm::testing::read_file;
 
 // End-of-turn markers of the templates whose syntax is parsed natively.
 const char* const kTurnEnds[] = {"<|im_end|>",      "<|eot_id|>", "<|eom_id|>", "</s>",

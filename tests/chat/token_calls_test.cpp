@@ -20,12 +20,7 @@ using testing::expect_parse_and_stream;
 using testing::expect_stream_equals;
 using testing::run_stream;
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::anelm::testing::read_file;
 
 std::filesystem::path data_dir() { return std::filesystem::path(ANELM_SOURCE_DIR) / "tests/chat/data"; }
 

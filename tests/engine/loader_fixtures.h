@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/shared_data.h"
+
 namespace anelm::testing::loader {
 
 // Encoded GGUF metadata values (u32 type id + payload), for RawGguf::kv.
@@ -37,7 +39,7 @@ struct RawGguf {
 };
 
 void write_file(const std::filesystem::path& p, const std::string& bytes);
-std::string read_file(const std::filesystem::path& p);
+using ::anelm::testing::read_file;
 
 // Tiny llama-shaped model: 2 layers, d_model 64, 4 heads / 2 kv heads, d_ff 128, vocab 96.
 struct TinySpec {

@@ -82,12 +82,6 @@ void write_file(const std::filesystem::path& p, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 std::filesystem::path write_tiny_gguf(const std::filesystem::path& dir, const TinySpec& spec) {
   using namespace anelm::engine;

@@ -41,12 +41,6 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 GoldenCounts check_goldens(const ordered_json& g, const std::filesystem::path& template_dir) {
   std::map<std::string, ordered_json> cases;

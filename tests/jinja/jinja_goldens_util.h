@@ -6,13 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/shared_data.h"
+
 namespace anelm::jinja::testing {
 
 struct GoldenCounts {
   int checked = 0, texts = 0, errors = 0;
 };
 
-std::string read_file(const std::filesystem::path& p);
+using ::anelm::testing::read_file;
 
 // Renders every {template, case} row of `goldens` (templates read from template_dir) and records a
 // gtest failure for each divergence: text byte for byte, raise_exception messages exactly, other

@@ -17,12 +17,7 @@ namespace fs = std::filesystem;
 using anelm::testing::FakeHub;
 using anelm::testing::fake_bytes;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::anelm::testing::read_file;
 
 void write_file(const fs::path& p, const std::string& s) {
   std::ofstream out(p, std::ios::binary);

@@ -26,12 +26,7 @@ using anelm::testing::fake_bytes;
 constexpr const char* kRepo = "tiny-org/Tiny-Model-0.1B";
 constexpr const char* kCommit = "4e0c3bb2d4f1a9e8c7b6a5f4e3d2c1b0a9f8e7d6";
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::anelm::testing::read_file;
 
 void write_file(const fs::path& p, const std::string& s) {
   fs::create_directories(p.parent_path());

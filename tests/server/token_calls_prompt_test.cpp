@@ -16,12 +16,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::anelm::testing::read_file;
 
 const std::filesystem::path kData = std::filesystem::path(ANELM_SOURCE_DIR) / "tests/chat/data";
 

@@ -3,7 +3,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <system_error>
 #include <unistd.h>
 #include <vector>
@@ -74,6 +76,13 @@ fs::path make_temp_dir(const std::string& tag) {
   fs::create_directories(p);
   temp_dirs().add(p);
   return p;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
 }
 
 }  // namespace anelm::testing

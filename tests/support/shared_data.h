@@ -17,6 +17,9 @@ std::optional<std::filesystem::path> shared_model(const std::string& relative);
 // The anelm executable of this build tree.
 std::filesystem::path anelm_binary();
 
+// The whole file as bytes ("" when it cannot be read).
+std::string read_file(const std::filesystem::path& p);
+
 // A fresh empty temporary directory for one test, removed with its contents when the test process exits
 // (ANELM_KEEP_TEST_DIRS=1 keeps it).
 std::filesystem::path make_temp_dir(const std::string& tag);

@@ -20,12 +20,7 @@ struct CliRun {
   std::string out, err;
 };
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::anelm::testing::read_file;
 
 std::string quote(const std::string& s) {
   std::string q = "'";
