@@ -139,6 +139,23 @@ void gelu_table(const float* x, const float* up, int n, float* out) {
     out[i] = up ? v * up[i] : v;
   }
 }
+// ggml converts Q to K's type before the scores (flash attention on or off): with an F16 KV cache
+// every query is rounded to f16. The group's query rows are rounded into a copy at the same stride.
+AttendCausalFn g_attend_exact = nullptr;
+void attend_causal_rounded_q(const AttentionArgs& a, float* __restrict scratch) {
+  if (a.kv != DType::kF16) return g_attend_exact(a, scratch);
+  thread_local std::vector<float> q;
+  const size_t row = static_cast<size_t>(a.group) * static_cast<size_t>(a.head_dim);
+  q.resize(static_cast<size_t>(a.n_q - 1) * static_cast<size_t>(a.ld) + row);
+  for (int t = 0; t < a.n_q; ++t) {
+    const size_t at = static_cast<size_t>(t) * static_cast<size_t>(a.ld);
+    for (size_t i = 0; i < row; ++i) q[at + i] = round_f16(a.q[at + i]);
+  }
+  AttentionArgs r = a;
+  r.q = q.data();
+  g_attend_exact(r, scratch);
+}
+
 void gelu_rounded(const float* x, int n, float* out) { gelu_table(x, nullptr, n, out); }
 void gelu_mul_rounded(const float* gate, const float* up, int n, float* out) { gelu_table(gate, up, n, out); }
 
@@ -148,6 +165,8 @@ KernelTable with_f16_rounded_activations(const KernelTable& t) {
   KernelTable out = t;
   g_f16_exact = t.matmul[dtype_index(DType::kF16)];
   out.matmul[dtype_index(DType::kF16)] = matmul_f16_rounded_x;
+  g_attend_exact = t.attend_causal;
+  if (t.attend_causal) out.attend_causal = attend_causal_rounded_q;
   g_gelu_exact = t.gelu;
   if (t.gelu) out.gelu = gelu_rounded;
   if (t.gelu && t.gelu_mul) out.gelu_mul = gelu_mul_rounded;

@@ -143,7 +143,8 @@ const KernelTable* kernel_table(Isa isa);
 // with_f16_rounded_activations of it.
 const KernelTable& active_kernels();
 // `t` with ggml's f16 roundings, a diagnostic that reproduces llama.cpp's: its F16-weight matmul fed
-// activations rounded to f16 first (F16's vec_dot_type), and GELU / GeGLU through ggml's f16 table
+// activations rounded to f16 first (F16's vec_dot_type), attention over an F16 cache fed queries
+// rounded to f16 (ggml converts Q to K's type), and GELU / GeGLU through ggml's f16 table
 // (f16(gelu(f16(x))), GGML_GELU_FP16). By default anelm multiplies the f32 activations and computes
 // GELU in f32, which lands closer to the exact result (docs/parity.md). One such table per process.
 KernelTable with_f16_rounded_activations(const KernelTable& t);

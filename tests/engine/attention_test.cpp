@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/fp16.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/reference.h"
 
@@ -168,6 +169,38 @@ TEST_P(AttentionTest, SlidingWindowMatchesReference) {
   for (DType kv : {DType::kF32, DType::kF16}) {
     for (const Shape& s : shapes) check(k(), s, kv, 2.0f);
   }
+}
+
+// ANELM_F16_ACTIVATIONS=f16 (a parity diagnostic, as ggml converts Q to an F16 cache's type): the
+// table's attention sees the group's queries rounded to f16 and nothing else changes, so its output
+// is bitwise the exact kernel's on rounded queries, and differs from it on the f32 ones. The rows
+// outside the group (another group's heads, the padding) are not the kernel's to read.
+TEST_P(AttentionTest, F16RoundedQueriesAreTheExactKernelOnRoundedQueries) {
+  const KernelTable rounded = with_f16_rounded_activations(k());
+  const int n_q = 5, pos0 = 40, group = 2, hd = 64;
+  const int64_t ld = 2 * group * hd + 3, off = group * hd;
+  auto q = random_floats(static_cast<size_t>(n_q * ld), 21, 2.0f);
+  const auto kf = random_floats(static_cast<size_t>(pos0 + n_q) * hd, 22, 1.0f);
+  const auto vf = random_floats(kf.size(), 23, 1.0f);
+  std::vector<uint8_t> kb(kf.size() * 2), vb(vf.size() * 2);
+  scalar_kernel_table().store_kv(kf.data(), DType::kF16, static_cast<int>(kf.size()), kb.data());
+  scalar_kernel_table().store_kv(vf.data(), DType::kF16, static_cast<int>(vf.size()), vb.data());
+  AttentionArgs a;
+  a.ld = ld, a.k = kb.data(), a.v = vb.data(), a.kv = DType::kF16, a.n_q = n_q, a.pos0 = pos0;
+  a.group = group, a.head_dim = hd, a.scale = 0.125f;
+  std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(hd)));
+  std::vector<float> on_f32(q.size()), actual(q.size()), on_rounded(q.size());
+  a.q = q.data() + off;
+  a.out = on_f32.data() + off;
+  k().attend_causal(a, scratch.data());
+  a.out = actual.data() + off;
+  rounded.attend_causal(a, scratch.data());
+  for (int t = 0; t < n_q; ++t)
+    for (int64_t i = 0; i < off; ++i) q[t * ld + off + i] = half_to_float(float_to_half(q[t * ld + off + i]));
+  a.out = on_rounded.data() + off;
+  k().attend_causal(a, scratch.data());
+  EXPECT_EQ(std::memcmp(actual.data(), on_rounded.data(), actual.size() * sizeof(float)), 0) << isa_name(GetParam());
+  EXPECT_NE(std::memcmp(actual.data(), on_f32.data(), actual.size() * sizeof(float)), 0) << isa_name(GetParam());
 }
 
 // The reference's window convention is llama.cpp's (is_masked_swa: a key at j is masked for the
