@@ -57,6 +57,9 @@ inline uint16_t float_to_half(float f) {
   return sign | static_cast<uint16_t>(r >> 13);
 }
 
+// f rounded to the nearest half (even on ties) and widened back: what storing it as f16 keeps.
+inline float round_to_half(float f) { return half_to_float(float_to_half(f)); }
+
 inline float bf16_to_float(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
   float f;

@@ -117,13 +117,11 @@ namespace {
 MatmulFn g_f16_exact = nullptr;
 void (*g_gelu_exact)(const float*, int, float*) = nullptr;
 
-float round_f16(float v) { return half_to_float(float_to_half(v)); }
-
 void matmul_f16_rounded_x(const void* w, int64_t cols, const float* x, const void* xq, int n, float* __restrict y,
                           int64_t ldy, int64_t r0, int64_t r1) {
   thread_local std::vector<float> xr;  // grows once per thread to the widest call
   xr.resize(static_cast<size_t>(n) * static_cast<size_t>(cols));
-  for (size_t i = 0; i < xr.size(); ++i) xr[i] = round_f16(x[i]);
+  for (size_t i = 0; i < xr.size(); ++i) xr[i] = round_to_half(x[i]);
   g_f16_exact(w, cols, xr.data(), xq, n, y, ldy, r0, r1);
 }
 
@@ -132,13 +130,16 @@ void matmul_f16_rounded_x(const void* w, int64_t cols, const float* x, const voi
 void gelu_table(const float* x, const float* up, int n, float* out) {
   thread_local std::vector<float> g;
   g.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) g[i] = round_f16(x[i]);
+  for (int i = 0; i < n; ++i) g[i] = round_to_half(x[i]);
   g_gelu_exact(g.data(), n, g.data());
   for (int i = 0; i < n; ++i) {
-    const float v = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : round_f16(g[i]);
+    const float v = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : round_to_half(g[i]);
     out[i] = up ? v * up[i] : v;
   }
 }
+void gelu_rounded(const float* x, int n, float* out) { gelu_table(x, nullptr, n, out); }
+void gelu_mul_rounded(const float* gate, const float* up, int n, float* out) { gelu_table(gate, up, n, out); }
+
 // ggml converts Q to K's type before the scores (flash attention on or off): with an F16 KV cache
 // every query is rounded to f16. The group's query rows are rounded into a copy at the same stride.
 AttendCausalFn g_attend_exact = nullptr;
@@ -149,15 +150,12 @@ void attend_causal_rounded_q(const AttentionArgs& a, float* __restrict scratch) 
   q.resize(static_cast<size_t>(a.n_q - 1) * static_cast<size_t>(a.ld) + row);
   for (int t = 0; t < a.n_q; ++t) {
     const size_t at = static_cast<size_t>(t) * static_cast<size_t>(a.ld);
-    for (size_t i = 0; i < row; ++i) q[at + i] = round_f16(a.q[at + i]);
+    for (size_t i = 0; i < row; ++i) q[at + i] = round_to_half(a.q[at + i]);
   }
   AttentionArgs r = a;
   r.q = q.data();
   g_attend_exact(r, scratch);
 }
-
-void gelu_rounded(const float* x, int n, float* out) { gelu_table(x, nullptr, n, out); }
-void gelu_mul_rounded(const float* gate, const float* up, int n, float* out) { gelu_table(gate, up, n, out); }
 
 }  // namespace
 

@@ -328,7 +328,7 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
     __m256i q[4];
     for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), pack_epi32_epi8(q[0], q[1], q[2], q[3]));
-    out[b].d = half_to_float(float_to_half(d));  // f16-rounded scale, as llama.cpp's Q8_0 activations
+    out[b].d = round_to_half(d);  // f16-rounded scale, as llama.cpp's Q8_0 activations
     out[b].sum = qs_hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
   }
 }

@@ -559,7 +559,7 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs + 16), _mm512_cvtepi32_epi8(q1));
-    out[b].d = half_to_float(float_to_half(d));  // f16-rounded scale, as llama.cpp's Q8_0 activations
+    out[b].d = round_to_half(d);  // f16-rounded scale, as llama.cpp's Q8_0 activations
     out[b].sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
   }
 }

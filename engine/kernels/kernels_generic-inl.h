@@ -144,7 +144,7 @@ void g_quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
       out[b].qs[i] = static_cast<int8_t>(q);
       sum += q;
     }
-    out[b].d = half_to_float(float_to_half(d));  // f16-rounded scale, as llama.cpp's Q8_0 activations
+    out[b].d = round_to_half(d);  // f16-rounded scale, as llama.cpp's Q8_0 activations
     out[b].sum = sum;
   }
 }

@@ -123,7 +123,7 @@ void quantize_q8(const float* x, int64_t n, QBlock8* __restrict out) {
       vst1_s8(out[b].qs + 4 * i, narrow_s8(q0, q1));
       sum = vaddq_s32(sum, vaddq_s32(q0, q1));
     }
-    out[b].d = half_to_float(float_to_half(d));  // f16-rounded scale, as llama.cpp's Q8_0 activations
+    out[b].d = round_to_half(d);  // f16-rounded scale, as llama.cpp's Q8_0 activations
     out[b].sum = vaddvq_s32(sum);
   }
 }

@@ -196,7 +196,7 @@ TEST_P(AttentionTest, F16RoundedQueriesAreTheExactKernelOnRoundedQueries) {
   a.out = actual.data() + off;
   rounded.attend_causal(a, scratch.data());
   for (int t = 0; t < n_q; ++t)
-    for (int64_t i = 0; i < off; ++i) q[t * ld + off + i] = half_to_float(float_to_half(q[t * ld + off + i]));
+    for (int64_t i = 0; i < off; ++i) q[t * ld + off + i] = round_to_half(q[t * ld + off + i]);
   a.out = on_rounded.data() + off;
   k().attend_causal(a, scratch.data());
   EXPECT_EQ(std::memcmp(actual.data(), on_rounded.data(), actual.size() * sizeof(float)), 0) << isa_name(GetParam());

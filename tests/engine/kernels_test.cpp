@@ -107,7 +107,7 @@ TEST_P(KernelsTest, F16RoundedActivationsMatchReferenceOnRoundedInputs) {
   const auto w = encode(random_floats(static_cast<size_t>(rows * cols), 3), DType::kF16, rows, cols);
   const auto x = random_floats(static_cast<size_t>(n * cols), 4);
   std::vector<float> xr(x.size());
-  for (size_t i = 0; i < x.size(); ++i) xr[i] = half_to_float(float_to_half(x[i]));
+  for (size_t i = 0; i < x.size(); ++i) xr[i] = round_to_half(x[i]);
   std::vector<float> on_rounded(static_cast<size_t>(n * rows)), on_f32(on_rounded.size()), actual(on_rounded.size());
   ref::matmul(w.data(), DType::kF16, rows, cols, xr.data(), n, on_rounded.data());
   ref::matmul(w.data(), DType::kF16, rows, cols, x.data(), n, on_f32.data());
@@ -131,9 +131,9 @@ TEST_P(KernelsTest, F16RoundedGeluFollowsGgmlTable) {
   const auto up = random_floats(n, 13);
   std::vector<float> e(n), e_mul(n), f32(n), a(n), a_mul(n);
   for (int i = 0; i < n; ++i) {
-    float g = half_to_float(float_to_half(x[i]));
+    float g = round_to_half(x[i]);
     ref::gelu(&g, 1, &g);
-    e[i] = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : half_to_float(float_to_half(g));
+    e[i] = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : round_to_half(g);
     e_mul[i] = e[i] * up[i];
   }
   ref::gelu(x.data(), n, f32.data());

@@ -2,8 +2,6 @@
 // so an OpenAI conversation with tool_calls (and, for Phi-4-mini, the request's tools) must render
 // exactly as the model's documented usage does under transformers (tests/chat/data/
 // token_call_goldens.json, made by make_token_call_goldens.py with the reference renderer).
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
