@@ -38,8 +38,8 @@ struct RawGguf {
   std::string bytes() const;
 };
 
-void write_file(const std::filesystem::path& p, const std::string& bytes);
 using ::anelm::testing::read_file;
+using ::anelm::testing::write_file;
 
 // Tiny llama-shaped model: 2 layers, d_model 64, 4 heads / 2 kv heads, d_ff 128, vocab 96.
 struct TinySpec {

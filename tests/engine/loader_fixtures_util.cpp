@@ -2,8 +2,6 @@
 #include "tests/engine/loader_fixtures.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "engine/gguf_writer.h"
 #include "engine/kernels/quantize.h"
@@ -75,11 +73,6 @@ std::string RawGguf::bytes() const {
   while (b.size() % alignment) b.push_back('\0');
   b.append(data_bytes, '\0');
   return b;
-}
-
-void write_file(const std::filesystem::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -25,6 +26,14 @@
 #include <vector>
 
 namespace anelm::testing {
+
+// Whether a download left a .part file anywhere under dir (a missing dir has none).
+inline bool has_part_files(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir)) return false;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".part") return true;
+  return false;
+}
 
 // Deterministic pseudo-random bytes (a fake weights file), different for each seed.
 inline std::string fake_bytes(size_t n, uint32_t seed) {

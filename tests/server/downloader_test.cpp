@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tests/server/download_fake_hub.h"
 #include "tests/support/shared_data.h"
@@ -19,17 +17,8 @@ using anelm::testing::fake_bytes;
 
 using ::anelm::testing::read_file;
 
-void write_file(const fs::path& p, const std::string& s) {
-  std::ofstream out(p, std::ios::binary);
-  out << s;
-}
-
-// No .part file left anywhere under dir.
-bool has_part_files(const fs::path& dir) {
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.path().extension() == ".part") return true;
-  return false;
-}
+using ::anelm::testing::has_part_files;
+using ::anelm::testing::write_file;
 
 class DownloaderTest : public ::testing::Test {
  protected:

@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "engine/error.h"
 #include "tests/server/download_fake_hub.h"
@@ -28,18 +26,8 @@ constexpr const char* kCommit = "4e0c3bb2d4f1a9e8c7b6a5f4e3d2c1b0a9f8e7d6";
 
 using ::anelm::testing::read_file;
 
-void write_file(const fs::path& p, const std::string& s) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  out << s;
-}
-
-bool has_part_files(const fs::path& dir) {
-  if (!fs::exists(dir)) return false;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.path().extension() == ".part") return true;
-  return false;
-}
+using ::anelm::testing::has_part_files;
+using ::anelm::testing::write_file;
 
 // The files of a small model in HF layout (names as in Qwen2.5-0.5B-Instruct, tiny contents).
 std::map<std::string, std::string> tiny_model_files() {

@@ -85,4 +85,10 @@ std::string read_file(const fs::path& p) {
   return os.str();
 }
 
+void write_file(const fs::path& p, const std::string& bytes) {
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 }  // namespace anelm::testing
