@@ -69,8 +69,8 @@ def log(msg):
     print(f"[parity {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def run_json(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
 
 
@@ -171,11 +171,17 @@ def compare_prompt(a, rules, path, prompt):
     top_logit = [s[0][1] for s in ref]
     margin = [s[0][1] - s[1][1] for s in ref]
 
-    ours = run_json([a.anelm, "generate", "--model", path, "--prompt-ids", " ".join(map(str, p_ids)),
-                     "--max-tokens", n, "--temperature", "0", "--ignore-eos", "--threads", t, "--json",
-                     "--teacher-ids", " ".join(map(str, gen)), "--logits-top", str(a.logits_top)])
+    def anelm_run(env=None):
+        return run_json([a.anelm, "generate", "--model", path, "--prompt-ids", " ".join(map(str, p_ids)),
+                         "--max-tokens", n, "--temperature", "0", "--ignore-eos", "--threads", t, "--json",
+                         "--teacher-ids", " ".join(map(str, gen)), "--logits-top", str(a.logits_top)], env)
+
+    def forced(run):
+        return [[(e["id"], e["logit"]) for e in s["top"]] for s in run["teacher_forced"]]
+
+    ours = anelm_run()
     ids = ours["ids"]
-    mine = [[(e["id"], e["logit"]) for e in s["top"]] for s in ours["teacher_forced"]]
+    mine = forced(ours)
 
     # Free-running ids: only up to llama.cpp's first near tie (or its own free/forced disagreement)
     # must they agree; past it either engine's choice is legitimate.
@@ -198,6 +204,13 @@ def compare_prompt(a, rules, path, prompt):
     off_forced = peer_forced(a, path, p_ids, gen, "off")
     out["llamacpp_fa_off"] = {"first_divergence": off_div, "ids_ok": off_div is None or off_div >= clear,
                               **forced_stats(rules, off_forced, tf_top, top_logit, margin)}
+    # anelm against itself with one rounding changed (--variant): the analogue of llama.cpp's fa
+    # off/on pair, to see how the floor depends on where a perturbation sits.
+    out["variants"] = {}
+    for name, env in a.variant:
+        theirs = forced(anelm_run({**os.environ, **env}))
+        out["variants"][name] = {"top1_agree_anelm": sum(x[0][0] == y[0][0] for x, y in zip(theirs, mine)),
+                                 **forced_stats(rules, theirs, tf_top, top_logit, margin)}
     if a.save_cases:  # every engine's teacher-forced top-k, to hold against a reference (e.g. qwen35_reference.py)
         os.makedirs(a.save_cases, exist_ok=True)
         case = {"model": path, "prompt": prompt_name(prompt), "prompt_ids": p_ids, "generated_ids": gen,
@@ -219,6 +232,22 @@ def totals(per):
             "mean_abs_logit_diff": round(sum(r["mean_abs_logit_diff"] for r in per) / len(per), 4)}
 
 
+def parse_variant(text):
+    name, _, assigns = text.partition(":")
+    env = dict(kv.split("=", 1) for kv in assigns.split(",") if "=" in kv)
+    if not name or not env:
+        raise argparse.ArgumentTypeError(f"--variant wants NAME:VAR=VALUE[,VAR=VALUE], got {text!r}")
+    return name, env
+
+
+def variant_totals(per):
+    """Each --variant summed over the prompts: top-1 against llama.cpp's and against anelm's default."""
+    names = per[0]["variants"].keys() if per else []
+    return {v: {k: sum(r["variants"][v][k] for r in per) for k in ("top1_agree_anelm", "top1_agree", "steps",
+                                                                    "clear_lead_agree", "clear_lead_steps")}
+            for v in names}
+
+
 def passes(rules, t):
     """The test's rules, on totals: ids up to the first near tie, clear leads, the logit tolerance."""
     return (t["ids_ok"] and t["clear_lead_agree"] == t["clear_lead_steps"] and t["top_id_outside_top_k"] == 0
@@ -238,6 +267,9 @@ def main():
     ap.add_argument("--save-cases", default="", help="directory for each (file, prompt)'s ids and every engine's teacher-forced top-k")
     ap.add_argument("--more-prompts", type=int, default=0,
                     help="this many further id prompts (20 + 67 j tokens: the 9th crosses a 512-position window), for a larger teacher-forced sample")
+    ap.add_argument("--variant", action="append", default=[], type=parse_variant, metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                    help="also run anelm with these environment variables (e.g. lowp:ANELM_F16_ACTIVATIONS=f16) and report "
+                         "its teacher-forced top-1 against llama.cpp and against anelm's default run; repeatable")
     ap.add_argument("--out", default="", help="also write the JSON report here after every file (a long run keeps what it has)")
     a = ap.parse_args()
     with open(RULES) as f:
@@ -277,10 +309,14 @@ def main():
                 # llama.cpp against itself (flash attention off vs on) under the same rules: where it
                 # fails them too, they cannot tell a correct engine from a wrong one on this file.
                 "llamacpp_fa_off": {**floor, "pass": passes(rules, floor)},
+                "variants": variant_totals(per),
                 "prompts": per,
             }
             report["models"].append(m)
             log(markdown_row(m))
+            for v, f in m["variants"].items():
+                log(f"variant {v}: top-1 {f['top1_agree']}/{f['steps']} against llama.cpp, "
+                    f"{f['top1_agree_anelm']}/{f['steps']} against anelm's default run")
             if a.out:
                 with open(a.out, "w") as f:
                     json.dump(report, f, indent=1)
