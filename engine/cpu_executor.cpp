@@ -16,6 +16,9 @@ namespace {
 
 // Row granularity of a thread's share (16 floats = one cache line of each output row block).
 constexpr int64_t kRowGrain = 16;
+// Up to this many tokens a matmul streams its weights once at memory speed (decode, few-token
+// batches): its shares taper (ThreadPool::parallel_for).
+constexpr int kTaperTokens = 8;
 
 }  // namespace
 
@@ -58,8 +61,10 @@ void parallel_linear(ThreadPool& pool, const kernels::KernelTable& k, const floa
     // ahead (a decode step of Qwen2.5-0.5B Q8_0, 2 threads: 8 shares 19.9 ms, 2 shares 19.4, 4
     // sequences 23.2 -> 22.2 ms), and a prefill batch's kernels set up per call (the AMX path packs
     // every token's activations: with 8 shares that setup was a fifth of the work). The bf16 tiles
-    // take one: their per-call packing of every token was 7% of a 2048-token prefill.
-    pool.parallel_for(total_rows, run, kRowGrain, all_bf16 ? 1 : 2);
+    // take one: their per-call packing of every token was 7% of a 2048-token prefill. A few
+    // tokens' shares taper: two shares each leave a thread idle for the length of the other's
+    // speed difference; a prefill keeps whole shares (its tiles pack per call).
+    pool.parallel_for(total_rows, run, kRowGrain, all_bf16 ? 1 : 2, /*taper=*/n <= kTaperTokens);
   }
 }
 

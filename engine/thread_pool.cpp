@@ -2,6 +2,8 @@
 // are claimed from a job-tagged atomic cursor so stale or late workers never run a wrong job.
 #include "engine/thread_pool.h"
 
+#include <algorithm>
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -71,7 +73,7 @@ void ThreadPool::run_chunks(uint32_t job, int index) {
     const auto begin = static_cast<int64_t>(c & kIndexMask);
     const int64_t n = n_.load(std::memory_order_relaxed);
     if (begin >= n) return;
-    const int64_t chunk = chunk_.load(std::memory_order_relaxed);
+    const int64_t chunk = claim_size(begin, n);
     if (!cursor_.compare_exchange_weak(c, c + static_cast<uint64_t>(chunk), std::memory_order_acq_rel)) continue;
     // Claimed [begin, end) of `job`: the caller waits for it, so the job fields stay valid.
     const int64_t end = begin + chunk < n ? begin + chunk : n;
@@ -85,10 +87,21 @@ void ThreadPool::run_chunks(uint32_t job, int index) {
   }
 }
 
-void ThreadPool::run(int64_t n, int64_t grain, int pieces_per_thread, Trampoline tramp, void* ctx) {
+int64_t ThreadPool::claim_size(int64_t begin, int64_t n) const {
+  const int64_t chunk = chunk_.load(std::memory_order_relaxed);
+  const int64_t min_chunk = min_chunk_.load(std::memory_order_relaxed);
+  if (min_chunk == chunk) return chunk;
+  const int64_t grain = grain_.load(std::memory_order_relaxed);
+  const int64_t share = ((n - begin) / (2 * n_threads_) + grain - 1) / grain * grain;
+  return share < min_chunk ? min_chunk : share > chunk ? chunk : share;
+}
+
+void ThreadPool::run(int64_t n, int64_t grain, int pieces_per_thread, bool taper, Trampoline tramp,
+                     void* ctx) {
   const int64_t pieces = static_cast<int64_t>(n_threads_) * (pieces_per_thread < 1 ? 1 : pieces_per_thread);
   int64_t chunk = (n + pieces - 1) / pieces;
   chunk = (chunk + grain - 1) / grain * grain;
+  const int64_t min_chunk = taper ? std::max(grain, (chunk / 8 + grain - 1) / grain * grain) : chunk;
   const uint32_t job = generation_.load(std::memory_order_relaxed) + 1;
   // Retire the previous job's cursor first: a worker still holding a cursor value of that job
   // (exhausted for its n) must not see the new, larger n_ and claim a phantom chunk (that hung
@@ -98,6 +111,8 @@ void ThreadPool::run(int64_t n, int64_t grain, int pieces_per_thread, Trampoline
   ctx_ = ctx;
   n_.store(n, std::memory_order_relaxed);
   chunk_.store(chunk, std::memory_order_relaxed);
+  min_chunk_.store(min_chunk, std::memory_order_relaxed);
+  grain_.store(grain, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   cursor_.store((job & kJobMask) << kIndexBits, std::memory_order_release);
   generation_.store(job, std::memory_order_seq_cst);

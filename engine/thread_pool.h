@@ -25,16 +25,17 @@ class ThreadPool {
   // Runs fn(begin, end, thread_index) over chunks covering [0, n) exactly once and returns when all
   // are done. Chunks are multiples of `grain` (except the last), about `pieces_per_thread` per
   // thread, claimed dynamically: the caller only waits for chunks that were claimed, never for a
-  // worker the OS has not scheduled yet. thread_index is in [0, size()), the caller being 0.
-  // fn must not throw.
+  // worker the OS has not scheduled yet. With `taper` a claim takes at most a 2 x size() share of
+  // what is left (down to an eighth of a chunk), so threads that run at different speeds still end
+  // together. thread_index is in [0, size()), the caller being 0. fn must not throw.
   template <typename Fn>
-  void parallel_for(int64_t n, Fn&& fn, int64_t grain = 1, int pieces_per_thread = 8) {
+  void parallel_for(int64_t n, Fn&& fn, int64_t grain = 1, int pieces_per_thread = 8, bool taper = false) {
     if (n <= 0) return;
     if (n_threads_ == 1 || n <= grain) {
       fn(int64_t{0}, n, 0);
       return;
     }
-    run(n, grain, pieces_per_thread, &invoke<std::remove_reference_t<Fn>>, &fn);
+    run(n, grain, pieces_per_thread, taper, &invoke<std::remove_reference_t<Fn>>, &fn);
   }
 
  private:
@@ -44,7 +45,9 @@ class ThreadPool {
     (*static_cast<Fn*>(ctx))(begin, end, thread);
   }
 
-  void run(int64_t n, int64_t grain, int pieces_per_thread, Trampoline tramp, void* ctx);
+  void run(int64_t n, int64_t grain, int pieces_per_thread, bool taper, Trampoline tramp, void* ctx);
+  // The size of a claim starting at `begin` of a job of n items.
+  int64_t claim_size(int64_t begin, int64_t n) const;
   // Claims and runs chunks of job `job` until none are left or the job is no longer current.
   void run_chunks(uint32_t job, int index);
   void worker(int index);
@@ -57,6 +60,8 @@ class ThreadPool {
   void* ctx_ = nullptr;
   std::atomic<int64_t> n_{0};
   std::atomic<int64_t> chunk_{1};
+  std::atomic<int64_t> min_chunk_{1};  // == chunk_ unless the job tapers
+  std::atomic<int64_t> grain_{1};
   // Cursor: job number (high 24 bits) | next unclaimed index (low 40 bits).
   alignas(64) std::atomic<uint64_t> cursor_{0};
   alignas(64) std::atomic<int64_t> done_{0};  // items finished in the current job

@@ -2,7 +2,10 @@
 // are in range, many back-to-back calls (the decode pattern) work, and one thread runs inline.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "engine/thread_pool.h"
@@ -34,6 +37,37 @@ TEST(ThreadPool, ChunksAreMultiplesOfGrain) {
     if (b % 16 != 0 || (e % 16 != 0 && e != 1000)) misaligned++;
   }, 16);
   EXPECT_EQ(misaligned.load(), 0);
+}
+
+// A tapering job: every index once, claims on the grain, each no larger than a plain chunk and no
+// smaller than an eighth of one (but the remainder), shrinking as the range runs out.
+TEST(ThreadPool, TaperedClaimsShrinkAndCoverEveryIndexOnce) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {17, 1000, 151936}) {
+      std::mutex m;
+      std::vector<std::pair<int64_t, int64_t>> claims;
+      pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
+        std::lock_guard lock(m);
+        claims.emplace_back(b, e);
+      }, 16, 2, /*taper=*/true);
+      std::sort(claims.begin(), claims.end());
+      const int64_t chunk = ((n + 2 * threads - 1) / (2 * threads) + 15) / 16 * 16;
+      const int64_t min_chunk = std::max<int64_t>(16, (chunk / 8 + 15) / 16 * 16);
+      int64_t next = 0, last = chunk;
+      for (const auto& [b, e] : claims) {
+        ASSERT_EQ(b, next) << "n=" << n;
+        const int64_t size = e - b;
+        EXPECT_EQ(b % 16, 0);
+        EXPECT_LE(size, last) << "n=" << n << " at " << b;
+        if (e != n) EXPECT_GE(size, min_chunk) << "n=" << n << " at " << b;
+        last = size;
+        next = e;
+      }
+      EXPECT_EQ(next, n);
+      if (chunk > min_chunk) EXPECT_GT(claims.size(), static_cast<size_t>(2 * threads)) << "n=" << n;
+    }
+  }
 }
 
 TEST(ThreadPool, ManyBackToBackCalls) {
