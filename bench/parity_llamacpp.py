@@ -3,7 +3,7 @@
 
 Usage: bench/parity_llamacpp.py [--anelm build/anelm] [--models-dir /tmp/anelm-parity]
        [--only qwen3-0.6b:Q4_K_M,llama-3.2-1b:F16,qwen3.5-0.8b:Q8_0-draw] [--gen-tokens 32] [--threads 1]
-       [--logits-top 8]
+       [--logits-top 8] [--more-prompts 9] [--variant NAME:VAR=VALUE ...]
 
 Models: `anelm make-model` writes one random-weight F16 GGUF per shape (real tokenizer, seed 1), and
 the peer's llamacpp-quantize makes every other type from it, once, into --models-dir. Qwen3.5 shapes
@@ -21,7 +21,9 @@ tests/data/engine/llamacpp_parity_rules.json): ids must agree up to llama.cpp's 
 llama.cpp's teacher-forced lead is clear anelm's argmax must be its top id; and at every step anelm's
 logit of llama.cpp's top id must lie within logit_tol of llama.cpp's. Beside each verdict, the same
 teacher-forced figures for llama.cpp against itself (flash attention off vs on) give the noise floor
-of that file: how far a correct engine can move these logits by summing in another order. Exit 1
+of that file: how far a correct engine can move these logits by summing in another order; each
+--variant runs anelm again with an environment change (say ANELM_FORCE_ISA=scalar) and counts its
+top-1 against anelm's own, the same kind of pair on anelm's side (docs/parity.md). Exit 1
 when anelm fails the rules on a file where llama.cpp's own fa on/off pair passes them.
 """
 import argparse, json, os, subprocess, sys, time
