@@ -7,6 +7,7 @@
 
 #include "server/api_error.h"
 #include "server/api_request.h"
+#include "server/response_store.h"
 
 namespace anelm::server {
 
@@ -74,6 +75,8 @@ HttpResponse handle_health(ServerContext& ctx, const HttpRequest&) {
     const PromptCacheSnapshot pc = ctx.worker().prompt_cache();
     j["prompt_cache"] = {{"budget_bytes", pc.budget_bytes}, {"bytes", pc.bytes}, {"entries", pc.entries},
                          {"hits", pc.hits}};
+    const ResponseStore& rs = response_store();
+    j["response_store"] = {{"budget_bytes", rs.max_bytes()}, {"bytes", rs.bytes()}, {"entries", rs.size()}};
   } else {
     j["status"] = s == ServerState::kLoading ? "loading" : "error";
     j["stage"] = ctx.progress_stage();

@@ -33,6 +33,7 @@ class ResponseStore {
 
   size_t size() const;
   size_t bytes() const;
+  size_t max_bytes() const { return max_bytes_; }
 
  private:
   static size_t cost(const std::string& id, const Entry& e) { return id.size() + e.response.size() + e.conversation.size(); }

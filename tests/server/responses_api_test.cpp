@@ -351,10 +351,19 @@ server::ServerOptions with_template(const std::string& relative) {
   return o;
 }
 
+// /health's response_store: entries and bytes held by the store (the process's, shared by the tests).
+json response_store_health(TestServer& s) {
+  auto h = s.client().Get("/health");
+  return h && h->status == 200 ? json::parse(h->body).value("response_store", json()) : json();
+}
+
 TEST(HttpResponses, NonStreamedResponseObjectAndGetDelete) {
   FakeScript sc;
   sc.reply = "Hello there!";
   TestServer s(sc);
+  const json store0 = response_store_health(s);
+  ASSERT_TRUE(store0.is_object());
+  EXPECT_EQ(store0["budget_bytes"], server::ResponseStore::kDefaultMaxBytes);
   auto r = s.post("/v1/responses", json::parse(R"({"model": "m", "input": "Hi", "instructions": "Be nice.",
       "metadata": {"k": "v"}, "max_output_tokens": 50})"));
   ASSERT_EQ(r->status, 200) << r->body;
@@ -387,6 +396,9 @@ TEST(HttpResponses, NonStreamedResponseObjectAndGetDelete) {
 
   // Stored (store defaults to true): GET returns the same object, under both prefixes.
   const std::string id = b["id"];
+  const json store1 = response_store_health(s);  // the stored object (and its conversation) counted
+  EXPECT_EQ(store1["entries"], store0["entries"].get<int64_t>() + 1);
+  EXPECT_GT(store1["bytes"].get<int64_t>(), store0["bytes"].get<int64_t>() + static_cast<int64_t>(r->body.size()));
   auto g = s.client().Get(("/v1/responses/" + id).c_str());
   ASSERT_EQ(g->status, 200);
   EXPECT_EQ(json::parse(g->body), b);
@@ -394,6 +406,7 @@ TEST(HttpResponses, NonStreamedResponseObjectAndGetDelete) {
   auto d = s.client().Delete(("/v1/responses/" + id).c_str());
   ASSERT_EQ(d->status, 200);
   EXPECT_EQ(json::parse(d->body), json({{"id", id}, {"object", "response"}, {"deleted", true}}));
+  EXPECT_EQ(response_store_health(s), store0);
   EXPECT_EQ(s.client().Get(("/v1/responses/" + id).c_str())->status, 404);
   EXPECT_EQ(s.client().Delete(("/v1/responses/" + id).c_str())->status, 404);
   auto nf = s.client().Get("/v1/responses/resp_nope");
