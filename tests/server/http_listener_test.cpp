@@ -56,21 +56,29 @@ struct Recorder {
   }
 };
 
+// A started listener of `workers` threads on a free loopback port.
+struct Running {
+  HttpListener l;
+  int port;
+  Running(Recorder& rec, int workers) : l(options(workers), rec.callbacks()), port(l.bind("127.0.0.1", 0)) { l.start(); }
+  static server::ListenerOptions options(int workers) {
+    server::ListenerOptions o;
+    o.workers = workers;
+    return o;
+  }
+};
+
 TEST(HttpListener, SequentialRequestsReuseTheMostRecentlyIdleWorker) {
   Recorder rec;
-  server::ListenerOptions opts;
-  opts.workers = 16;
-  HttpListener l(opts, rec.callbacks());
-  const int port = l.bind("127.0.0.1", 0);
-  l.start();
+  Running s(rec, 16);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every worker parked
   for (int i = 0; i < 40; ++i) {
-    httplib::Client c("127.0.0.1", port);  // a new connection each time, as most clients do
+    httplib::Client c("127.0.0.1", s.port);  // a new connection each time, as most clients do
     auto r = c.Get("/x");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
   }
-  l.stop();
+  s.l.stop();
   // Handed round all 16 workers (the shared wait queue's order), each thread's allocator would hold
   // its own peak. A worker parks again just after its response leaves, so the next request may
   // find it still busy and take the one parked before it: two threads, rarely more.
@@ -80,39 +88,31 @@ TEST(HttpListener, SequentialRequestsReuseTheMostRecentlyIdleWorker) {
 TEST(HttpListener, ConcurrentRequestsEachGetAWorker) {
   Recorder rec;
   rec.waiting = 6;  // every handler waits until all six are running at once
-  server::ListenerOptions opts;
-  opts.workers = 8;
-  HttpListener l(opts, rec.callbacks());
-  const int port = l.bind("127.0.0.1", 0);
-  l.start();
+  Running s(rec, 8);
   std::vector<std::thread> clients;
   std::vector<std::string> bodies(6);
   for (int i = 0; i < 6; ++i) {
     clients.emplace_back([&, i] {
-      httplib::Client c("127.0.0.1", port);
+      httplib::Client c("127.0.0.1", s.port);
       c.set_read_timeout(20, 0);
       if (auto r = c.Get("/x")) bodies[static_cast<size_t>(i)] = r->body;
     });
   }
   for (auto& t : clients) t.join();
-  l.stop();
+  s.l.stop();
   EXPECT_EQ(rec.threads.size(), 6u);
   for (const std::string& b : bodies) EXPECT_EQ(b, "ok");
 }
 
 TEST(HttpListener, MoreRequestsThanWorkersQueueAndAllFinish) {
   Recorder rec;
-  server::ListenerOptions opts;
-  opts.workers = 2;
-  HttpListener l(opts, rec.callbacks());
-  const int port = l.bind("127.0.0.1", 0);
-  l.start();
+  Running s(rec, 2);
   std::vector<std::thread> clients;
   std::mutex mu;
   int ok = 0;
   for (int i = 0; i < 12; ++i) {
     clients.emplace_back([&] {
-      httplib::Client c("127.0.0.1", port);
+      httplib::Client c("127.0.0.1", s.port);
       for (int k = 0; k < 5; ++k) {
         auto r = c.Get("/x");
         std::lock_guard<std::mutex> lk(mu);
@@ -122,7 +122,7 @@ TEST(HttpListener, MoreRequestsThanWorkersQueueAndAllFinish) {
   }
   for (auto& t : clients) t.join();
   const auto t0 = std::chrono::steady_clock::now();
-  l.stop();
+  s.l.stop();
   EXPECT_EQ(ok, 60);
   EXPECT_LE(rec.threads.size(), 2u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));  // idle workers exit at once
