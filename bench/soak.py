@@ -215,6 +215,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rss-slack-mib", type=float, default=16)
     ap.add_argument("--config", default="", help="a server config file (anelm serve --config)")
+    ap.add_argument("--serve-arg", action="append", default=[], help="one more `anelm serve` argument (repeatable)")
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated request kinds to mix")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
@@ -228,6 +229,7 @@ def main():
         cmd += ["--chat-template", a.chat_template]
     if a.config:
         cmd += ["--config", a.config]
+    cmd += a.serve_arg
     err_file = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file)
     soak = Soak(a.port, a.ctx, a.seed)
