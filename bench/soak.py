@@ -4,6 +4,8 @@ correctly and keep its memory flat?
 
 Usage: bench/soak.py [--model FILE.gguf --chat-template FILE.jinja] [--anelm build/anelm]
        [--minutes 10] [--clients 6] [--threads 2] [--port 18131] [--seed 1] [--out soak.json]
+       [--kinds chat,tools_forced,...] [--config FILE] [--serve-arg=--backend --serve-arg=ane]
+       [--request-timeout 120]
 
 Without --model: a tiny random Qwen3.5 (`anelm make-model --arch qwen35`, the real qwen35 vocabulary
 from ../shared/models) served with the real Qwen3.5 template, so the recurrent state, its prompt
@@ -47,8 +49,8 @@ KINDS = ["chat", "chat_stream", "chat_drop", "prefill_drop", "tools_forced", "to
 
 
 class Soak:
-    def __init__(self, port, ctx, seed):
-        self.port, self.ctx, self.rng_seed = port, ctx, seed
+    def __init__(self, port, ctx, seed, timeout):
+        self.port, self.ctx, self.rng_seed, self.timeout = port, ctx, seed, timeout
         self.lock = threading.Lock()
         self.counts = {}       # kind -> {status or outcome: n}
         self.failures = []     # first few unexpected outcomes, with what was sent
@@ -66,7 +68,7 @@ class Soak:
         """(status, body text) of one request; drop_after closes a stream after that many lines,
         drop_in closes the socket that many seconds after sending (a client that gives up while its
         prompt is queued or prefilling)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
         try:
             data = raw if raw is not None else (json.dumps(body) if body is not None else None)
             conn.request(method, path, data, {"Content-Type": "application/json"})
@@ -89,8 +91,7 @@ class Soak:
     def words(self, rng, n):
         return " ".join(rng.choice(WORDS) for _ in range(n))
 
-    def one(self, rng):
-        kind = rng.choice(self.kinds)
+    def one(self, rng, kind):
         msgs = [{"role": "user", "content": self.words(rng, rng.randint(3, 60))}]
         mt = rng.randint(1, 40)
         base = {"messages": msgs, "max_tokens": mt, "temperature": rng.choice([0, 0.7, 1.0]), "seed": rng.randint(0, 99)}
@@ -174,10 +175,11 @@ class Soak:
     def client(self, i, deadline):
         rng = random.Random(self.rng_seed * 1000 + i)
         while time.time() < deadline:
+            kind = rng.choice(self.kinds)
             try:
-                self.one(rng)
-            except (OSError, http.client.HTTPException) as e:  # the server dropped us
-                self.record("connection", type(e).__name__, False, str(e))
+                self.one(rng, kind)
+            except (OSError, http.client.HTTPException) as e:  # the server dropped us, or took too long
+                self.record(kind, type(e).__name__, False, str(e))
                 time.sleep(0.2)
 
 
@@ -214,6 +216,8 @@ def main():
     ap.add_argument("--port", type=int, default=18131)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rss-slack-mib", type=float, default=16)
+    ap.add_argument("--request-timeout", type=float, default=120,
+                    help="seconds a request may take (a timeout fails the run); the ANE simulator wants more")
     ap.add_argument("--config", default="", help="a server config file (anelm serve --config)")
     ap.add_argument("--serve-arg", action="append", default=[], help="one more `anelm serve` argument (repeatable)")
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated request kinds to mix")
@@ -232,7 +236,7 @@ def main():
     cmd += a.serve_arg
     err_file = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file)
-    soak = Soak(a.port, a.ctx, a.seed)
+    soak = Soak(a.port, a.ctx, a.seed, a.request_timeout)
     soak.kinds = a.kinds.split(",")
     samples, health_failures = [], []
     try:

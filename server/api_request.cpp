@@ -94,8 +94,6 @@ void check_top_level_fields(const json& j, std::initializer_list<const char*> ow
 void reject_unsupported(const json& j) {
   if (auto b = get_int(j, "best_of", 1, std::numeric_limits<int>::max()); b && *b != 1)
     throw invalid_field("best_of", "only best_of = 1 is supported");
-  if (const json* s = field(j, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
-    throw invalid_field("suffix", "suffix is not supported");
   if (const json* m = field(j, "model"); m && !m->is_string())
     throw invalid_field("model", "model must be a string");
 }
@@ -443,6 +441,12 @@ CompletionRequest parse_completion_request(std::string_view body, const engine::
     if (r.prompts.size() != 1 || r.prompts[0].is_ids)
       throw invalid_field("system", "system needs one text prompt (it is rendered as a user turn)");
     r.system = sys->get<std::string>();
+  }
+  if (const json* sfx = field(j, "suffix")) {
+    if (!sfx->is_string()) throw invalid_field("suffix", "suffix must be a string");
+    r.suffix = sfx->get<std::string>();
+    if (!r.suffix.empty() && r.system)
+      throw invalid_field("suffix", "suffix (fill-in-the-middle) cannot be combined with system");
   }
   if (const json* lp = field(j, "logprobs")) {
     if (lp->is_boolean()) throw invalid_field("logprobs", "logprobs must be an integer in [0, 5]");

@@ -56,6 +56,9 @@ struct CompletionRequest {
   // anelm extension (qwen_ane's request shape): with `system`, the (single, text) prompt is a user
   // turn under this system prompt, rendered with the model's chat template.
   std::optional<std::string> system;
+  // Fill-in-the-middle: the text after the insertion point; the prompt is the text before it and
+  // the completion is what goes between (server/fim_prompt.h). Empty: a plain completion.
+  std::string suffix;
 };
 
 // tool_choice: auto (the model decides), none, required (at least one call), or one named function.

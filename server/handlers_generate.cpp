@@ -12,6 +12,7 @@
 #include "server/api_response.h"
 #include "server/chat_generation.h"
 #include "server/chat_output.h"
+#include "server/fim_prompt.h"
 #include "server/generation.h"
 #include "server/handlers.h"
 #include "server/http_policy.h"
@@ -114,27 +115,28 @@ ResponseMeta meta_for(ServerContext& ctx, const char* prefix, const PreparedGene
 }
 
 // One /v1/completions prompt as token ids. With `system` (an anelm extension: qwen_ane's request
-// shape) the prompt is a user turn under that system prompt, through the model's chat template.
+// shape) the prompt is a user turn under that system prompt, through the model's chat template;
+// with `suffix` it is the text before the insertion point of a fill-in-the-middle prompt.
 std::vector<int> completion_prompt(ServerContext& ctx, const CompletionRequest& r, const CompletionPrompt& p,
                                    const std::string& where) {
   const tok::Tokenizer& tk = ctx.tokenizer();
-  if (!p.is_ids) {
-    std::string text = p.text;
-    if (r.system) {
-      const nlohmann::ordered_json messages = {{{"role", "system"}, {"content", *r.system}},
-                                               {{"role", "user"}, {"content", p.text}}};
-      text = ctx.model().chat->render(messages, nlohmann::ordered_json::array(), true, nlohmann::ordered_json::object());
-      spdlog::debug("completion prompt with system ({} bytes): {}", text.size(), log_escape(text, 1 << 16));
-    }
-    std::vector<int> ids = tk.encode(text, /*parse_special=*/true);
-    maybe_add_bos(tk, ids);
-    return ids;
-  }
   for (int id : p.ids)
     if (id >= tk.vocab_size())
       throw invalid_field(where, "token id " + std::to_string(id) + " is out of range (vocab size " +
                                      std::to_string(tk.vocab_size()) + ")");
-  return p.ids;
+  if (!r.suffix.empty())  // code, not markup: special-token text in it stays text, as in llama.cpp's /infill
+    return fim_prompt(tk, p.is_ids ? p.ids : tk.encode(p.text, /*parse_special=*/false), r.suffix);
+  if (p.is_ids) return p.ids;
+  std::string text = p.text;
+  if (r.system) {
+    const nlohmann::ordered_json messages = {{{"role", "system"}, {"content", *r.system}},
+                                             {{"role", "user"}, {"content", p.text}}};
+    text = ctx.model().chat->render(messages, nlohmann::ordered_json::array(), true, nlohmann::ordered_json::object());
+    spdlog::debug("completion prompt with system ({} bytes): {}", text.size(), log_escape(text, 1 << 16));
+  }
+  std::vector<int> ids = tk.encode(text, /*parse_special=*/true);
+  maybe_add_bos(tk, ids);
+  return ids;
 }
 
 // response_format / grammar / tools -> the per-choice grammar constraint.

@@ -22,6 +22,15 @@ constexpr std::array<std::string_view, 12> kEogTexts = {
 constexpr std::array<std::string_view, 3> kFimEogTexts = {"<|fim_pad|>", "<|repo_name|>",
                                                           "<|file_sep|>"};
 
+// Fill-in-the-middle markers by text when the file names none (llama.cpp's list: Qwen, StarCoder /
+// Granite, DeepSeek, CodeLlama, GLM-4.5, Falcon-H1 coders).
+constexpr std::array<std::string_view, 8> kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>",
+                                                          "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"};
+constexpr std::array<std::string_view, 8> kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>",
+                                                          "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"};
+constexpr std::array<std::string_view, 8> kFimMidTexts = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>",
+                                                          "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"};
+
 bool is_byte_token(const std::string& t) {
   return t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(t[3]) &&
          std::isxdigit(t[4]);
@@ -65,6 +74,9 @@ void finalize_vocab(VocabData& d) {
   check_id(d, d.eot_id, "eot_id");
   check_id(d, d.unk_id, "unk_id");
   check_id(d, d.pad_id, "pad_id");
+  check_id(d, d.fim_pre_id, "fim_pre_id");
+  check_id(d, d.fim_suf_id, "fim_suf_id");
+  check_id(d, d.fim_mid_id, "fim_mid_id");
 
   auto find_text = [&](std::string_view t) {
     for (int i = n - 1; i >= 0; --i) {  // added tokens sit at the end of the vocabulary
@@ -78,6 +90,13 @@ void finalize_vocab(VocabData& d) {
         d.eot_id = id;
         break;
       }
+    }
+  }
+  for (auto [id, texts] : {std::pair{&d.fim_pre_id, &kFimPreTexts}, std::pair{&d.fim_suf_id, &kFimSufTexts},
+                           std::pair{&d.fim_mid_id, &kFimMidTexts}}) {
+    for (auto t : *texts) {
+      if (*id >= 0) break;
+      *id = find_text(t);
     }
   }
   std::vector<int> eog = d.eog_ids;

@@ -1,7 +1,11 @@
-// vocab_from_gguf on synthetic GGUF files: defaults, pre-tokenizer names, eog ids and error paths.
+// vocab_from_gguf on synthetic GGUF files: defaults, pre-tokenizer names, eog ids, fill-in-the-middle
+// markers and error paths.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
@@ -125,6 +129,69 @@ TEST(GgufVocabSynthetic, Errors) {
     w.add_string_array("tokenizer.ggml.merges", {"a b"});
   });
   expect_error([&] { Tokenizer::create(load(bad_merge)); }, {"vocab.gguf", "merges[0]", "\"ab\""});
+}
+
+void add_fim_bpe(engine::GgufWriter& w) {
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "qwen2");
+  w.add_string_array("tokenizer.ggml.tokens", {"a", "b", "ab", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+                                               "<|endoftext|>", "<|x|>", "<|y|>", "<|z|>"});
+  w.add_string_array("tokenizer.ggml.merges", {"a b"});
+  w.add_i32_array("tokenizer.ggml.token_type", {1, 1, 1, 3, 3, 3, 3, 3, 3, 3});
+}
+
+// Fill-in-the-middle markers: the GGUF keys llama.cpp's converter writes (the current and the
+// older names), else the markers' texts. Qwen2.5's HF files: the ids its added_tokens.json gives.
+TEST(FimTokens, QwenHfDirectoryByText) {
+  ANELM_REQUIRE_SHARED_MODEL(dir, "qwen2.5-0.5b-instruct");
+  const auto added = nlohmann::json::parse(std::ifstream(dir_opt->string() + "/added_tokens.json"));
+  const auto tk = Tokenizer::from_hf_dir(dir_opt->string());
+  EXPECT_EQ(tk->vocab().fim_pre_id, added.at("<|fim_prefix|>").get<int>());
+  EXPECT_EQ(tk->vocab().fim_suf_id, added.at("<|fim_suffix|>").get<int>());
+  EXPECT_EQ(tk->vocab().fim_mid_id, added.at("<|fim_middle|>").get<int>());
+}
+
+TEST(FimTokens, GgufTextKeysAndOlderKeys) {
+  const VocabData by_text = load(write_gguf("fim_text", add_fim_bpe));
+  EXPECT_EQ(by_text.fim_pre_id, 3);
+  EXPECT_EQ(by_text.fim_suf_id, 5);
+  EXPECT_EQ(by_text.fim_mid_id, 4);
+  const VocabData by_key = load(write_gguf("fim_key", [](engine::GgufWriter& w) {
+    add_fim_bpe(w);
+    w.add_u32("tokenizer.ggml.fim_pre_token_id", 7);
+    w.add_u32("tokenizer.ggml.suffix_token_id", 8);  // the older names, as older conversions wrote
+    w.add_u32("tokenizer.ggml.middle_token_id", 2);
+    w.add_u32("tokenizer.ggml.fim_mid_token_id", 9);  // the current name wins
+  }));
+  EXPECT_EQ(by_key.fim_pre_id, 7);
+  EXPECT_EQ(by_key.fim_suf_id, 8);
+  EXPECT_EQ(by_key.fim_mid_id, 9);
+  try {
+    load(write_gguf("fim_bad", [](engine::GgufWriter& w) {
+      add_fim_bpe(w);
+      w.add_u32("tokenizer.ggml.fim_suf_token_id", 10);
+    }));
+    ADD_FAILURE() << "an id outside the vocabulary was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.fim_suf_token_id"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FimTokens, CodeLlamaSentencePieceMarkersAndNone) {
+  VocabData d;
+  d.kind = VocabKind::kSentencePiece;
+  d.tokens = {"<unk>", "<s>", "</s>", "▁<PRE>", "▁<MID>", "▁<SUF>", "▁<EOT>", "▁a"};
+  d.scores.assign(d.tokens.size(), 0.0f);
+  finalize_vocab(d);
+  EXPECT_EQ(d.fim_pre_id, 3);
+  EXPECT_EQ(d.fim_suf_id, 5);
+  EXPECT_EQ(d.fim_mid_id, 4);
+  VocabData none;
+  none.tokens = {"a", "b", "<|im_end|>"};
+  finalize_vocab(none);
+  EXPECT_EQ(none.fim_pre_id, -1);
+  EXPECT_EQ(none.fim_suf_id, -1);
+  EXPECT_EQ(none.fim_mid_id, -1);
 }
 
 }  // namespace
