@@ -17,6 +17,8 @@ Prints one JSON document: per round both figures and their ratio, the median rat
 """
 import argparse, http.client, json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
 
+from benchutil import wait_healthy
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.environ.get("ANELM_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
 KIT = os.path.join(SHARED, "peers")
@@ -117,17 +119,7 @@ def main():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rounds = []
     try:
-        for _ in range(1200):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
-        else:
-            raise RuntimeError("anelm serve did not become ready")
+        wait_healthy(port, 120)
         post(port, "/v1/embeddings", {"input": inputs})  # warm-up (weights resident, pages touched)
         for r in range(a.rounds):
             peer = peer_round(model, texts_file, a.threads, a.reps)

@@ -13,6 +13,8 @@ its SIMD flags, the load average before and after each run, and per table the me
 """
 import argparse, json, os, subprocess, sys, time
 
+from benchutil import emit_report
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPARE = os.path.join(ROOT, "bench", "compare_llamacpp.py")
 
@@ -76,11 +78,7 @@ def main():
         if isa != "native" and used != [isa]:
             run["warning"] = f"forced {isa} but anelm reported {used}"
         report["runs"].append(run)
-    text = json.dumps(report, indent=1)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    emit_report(report, a.out)
 
 
 if __name__ == "__main__":

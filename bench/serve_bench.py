@@ -15,7 +15,9 @@ one more request sent while four others decode, against the same request alone o
 With --long-prompts, one client's N-token prompt: time to first token, and prefill tok/s against
 `llamacpp-bench --prompt-tokens N`. One JSON document on stdout.
 """
-import argparse, http.client, json, os, statistics, subprocess, sys, threading, time
+import argparse, http.client, json, os, subprocess, sys, threading, time
+
+from benchutil import wait_healthy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.environ.get("ANELM_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
@@ -153,17 +155,7 @@ def main():
                                "--max-queue", str(max(clients) + 1)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(600):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=1)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
-        else:
-            sys.exit("anelm serve did not become ready")
+        wait_healthy(a.port, 30)
         client(a.port, prompt_ids(99, a.prompt_tokens), a.gen_tokens, [])  # warm-up: weights paged in, made resident
         report = {"tool": "anelm-serve-bench", "model": os.path.basename(a.model),
                   "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

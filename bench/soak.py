@@ -28,6 +28,8 @@ samples against its last five). One JSON document on stdout (and --out).
 """
 import argparse, http.client, json, os, random, socket, subprocess, sys, tempfile, threading, time
 
+from benchutil import emit_report, wait_healthy
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.environ.get("ANELM_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
 
@@ -240,15 +242,7 @@ def main():
     soak.kinds = a.kinds.split(",")
     samples, health_failures = [], []
     try:
-        for _ in range(1200):
-            try:
-                if soak.request("GET", "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
-        else:
-            sys.exit("anelm serve did not become ready")
+        wait_healthy(a.port)
         start = time.time()
         deadline = start + 60 * a.minutes
         clients = [threading.Thread(target=soak.client, args=(i, deadline)) for i in range(a.clients)]
@@ -296,11 +290,7 @@ def main():
               "samples": samples[::10], "server_stderr_tail": err.splitlines()[-10:]}
     report["pass"] = (alive and server.returncode == 0 and not health_failures and not soak.failures
                       and growth is not None and growth <= a.rss_slack_mib)
-    text = json.dumps(report, indent=1)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    emit_report(report, a.out)
     return 0 if report["pass"] else 1
 
 
