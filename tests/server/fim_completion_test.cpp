@@ -22,12 +22,6 @@ const std::string kPrefix = "def add(a, b):\n    return ";
 const std::string kSuffix = "\n\n\nprint(add(1, 2))  # <|fim_middle|> stays text\n";
 constexpr int kTokens = 16;
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 class FimCompletion : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -23,6 +23,9 @@ std::string read_file(const std::filesystem::path& p);
 // Writes `bytes` as the whole file, creating its parent directories.
 void write_file(const std::filesystem::path& p, const std::string& bytes);
 
+// `s` in single quotes for a shell command line (a ' inside becomes '\'').
+std::string shell_quote(const std::string& s);
+
 // A fresh empty temporary directory for one test, removed with its contents when the test process exits
 // (ANELM_KEEP_TEST_DIRS=1 keeps it).
 std::filesystem::path make_temp_dir(const std::string& tag);

@@ -20,18 +20,14 @@ struct CliRun {
   std::string err;
 };
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using ::anelm::testing::shell_quote;
 
 void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
 
 CliRun inspect(const fs::path& model, const fs::path& dir) {
   const fs::path err_path = dir / "stderr.txt";
-  const std::string cmd = quote(anelm::testing::anelm_binary().string()) + " inspect --model " +
-                          quote(model.string()) + " >/dev/null 2>" + quote(err_path.string());
+  const std::string cmd = shell_quote(anelm::testing::anelm_binary().string()) + " inspect --model " +
+                          shell_quote(model.string()) + " >/dev/null 2>" + shell_quote(err_path.string());
   const int status = std::system(cmd.c_str());
   CliRun r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -22,15 +22,11 @@ struct CliRun {
 
 using ::anelm::testing::read_file;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using ::anelm::testing::shell_quote;
 
 CliRun run(const std::string& args, const std::filesystem::path& dir) {
   const auto err_path = dir / "stderr.txt";
-  const std::string cmd = quote(anelm::testing::anelm_binary().string()) + " render-template " + args + " 2>" + quote(err_path.string());
+  const std::string cmd = shell_quote(anelm::testing::anelm_binary().string()) + " render-template " + args + " 2>" + shell_quote(err_path.string());
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -59,9 +55,9 @@ TEST(RenderTemplateCli, MatchesReferenceRenderingsAndExitCodes) {
       continue;
     const auto case_path = dir / (c + ".json");
     std::ofstream(case_path) << cases.at(c).dump();
-    const std::string args = "--template " + quote((goldens.parent_path() / t).string()) + " --case " +
-                             quote(case_path.string()) + " --bos-token " + quote(row["specials"]["bos_token"]) +
-                             " --eos-token " + quote(row["specials"]["eos_token"]);
+    const std::string args = "--template " + shell_quote((goldens.parent_path() / t).string()) + " --case " +
+                             shell_quote(case_path.string()) + " --bos-token " + shell_quote(row["specials"]["bos_token"]) +
+                             " --eos-token " + shell_quote(row["specials"]["eos_token"]);
     const CliRun r = run(args, dir);
     if (row.contains("text")) {
       ++texts;
@@ -80,9 +76,9 @@ TEST(RenderTemplateCli, MatchesReferenceRenderingsAndExitCodes) {
   EXPECT_GT(texts, 30);
   EXPECT_GT(raised, 5);
   EXPECT_EQ(qwen35, 11) << "every case of cases.json rendered with the Qwen3.5 template";
-  EXPECT_EQ(run("--template " + quote((dir / "missing.jinja").string()) + " --case " + quote((dir / "user_only.json").string()), dir).code, 2);
+  EXPECT_EQ(run("--template " + shell_quote((dir / "missing.jinja").string()) + " --case " + shell_quote((dir / "user_only.json").string()), dir).code, 2);
   std::ofstream(dir / "bad.jinja") << "{% if %}";
-  const CliRun bad = run("--template " + quote((dir / "bad.jinja").string()) + " --case " + quote((dir / "user_only.json").string()), dir);
+  const CliRun bad = run("--template " + shell_quote((dir / "bad.jinja").string()) + " --case " + shell_quote((dir / "user_only.json").string()), dir);
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("TemplateSyntaxError"), std::string::npos) << bad.err;
   EXPECT_EQ(run("--template x.jinja", dir).code, 2);
