@@ -36,15 +36,11 @@ class FimCompletion : public ::testing::Test {
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
 
-  // llama.cpp on "<|fim_prefix|>" prefix "<|fim_suffix|>" suffix "<|fim_middle|>", the markers parsed
-  // as special tokens and the code's own marker text not (it is passed as ids).
-  json peer(const std::vector<int>& prompt_ids) {
-    std::string ids;
-    for (int id : prompt_ids) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+  // llamacpp-generate on the FIM model, `args` naming the prompt: its JSON line.
+  json peer(const std::string& args, int n) const {
     const fs::path out = dir_ / "peer.json";
-    const std::string cmd = shell_quote(generate_.string()) + " " + shell_quote(model_) + " --prompt-ids '" + ids +
-                            "' --n " + std::to_string(kTokens) + " --threads 2 2>/dev/null | tail -n 1 > " +
-                            shell_quote(out.string());
+    const std::string cmd = shell_quote(generate_.string()) + " " + shell_quote(model_) + " " + args + " --n " +
+                            std::to_string(n) + " --threads 2 2>/dev/null | tail -n 1 > " + shell_quote(out.string());
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return json::parse(std::ifstream(out));
   }
@@ -74,26 +70,25 @@ TEST_F(FimCompletion, SuffixGivesLlamaCppsMiddle) {
   const auto server = serve(model_, 512);
   httplib::Client c("127.0.0.1", server->port());
   c.set_read_timeout(60, 0);
-  // The prompt the markers frame, the markers' ids taken from Qwen2.5's own added_tokens.json.
+  // The prompt the markers frame, the markers' ids taken from Qwen2.5's own added_tokens.json; the
+  // code's own marker text stays text (the ids go to llama.cpp as ids).
   const json added = json::parse(std::ifstream(tokenizer_->string() + "/added_tokens.json"));
+  const std::vector<int> prefix_ids = tokenize(c, kPrefix), suffix_ids = tokenize(c, kSuffix);
   std::vector<int> want_prompt = {added.at("<|fim_prefix|>").get<int>()};
-  for (int id : tokenize(c, kPrefix)) want_prompt.push_back(id);
+  want_prompt.insert(want_prompt.end(), prefix_ids.begin(), prefix_ids.end());
   want_prompt.push_back(added.at("<|fim_suffix|>").get<int>());
-  const std::vector<int> suffix_ids = tokenize(c, kSuffix);
   want_prompt.insert(want_prompt.end(), suffix_ids.begin(), suffix_ids.end());
   want_prompt.push_back(added.at("<|fim_middle|>").get<int>());
-  const json ref = peer(want_prompt);
+  std::string ids;
+  for (int id : want_prompt) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+  const json ref = peer("--prompt-ids '" + ids + "'", kTokens);
   ASSERT_EQ(ref["generated_ids"].size(), static_cast<size_t>(kTokens)) << ref.dump();
-  // The same text tokenized by llama.cpp as part of its special-parsed FIM prompt: one check that
-  // /tokenize, which parses no special tokens, splits the code as llama.cpp does here.
-  const std::string peer_text_cmd = shell_quote(generate_.string()) + " " + shell_quote(model_) + " --prompt " +
-                                    shell_quote("<|fim_prefix|>" + kPrefix + "<|fim_suffix|>\n\n\nx<|fim_middle|>") +
-                                    " --special --n 1 --threads 2 2>/dev/null | tail -n 1 > " +
-                                    shell_quote((dir_ / "peer_text.json").string());
-  ASSERT_EQ(std::system(peer_text_cmd.c_str()), 0);
-  const json peer_text = json::parse(std::ifstream(dir_ / "peer_text.json"));
-  const auto peer_ids = peer_text["prompt_ids"].get<std::vector<int>>();
-  const auto framed = static_cast<std::ptrdiff_t>(tokenize(c, kPrefix).size() + 2);  // <|fim_prefix|> ... <|fim_suffix|>
+  // One check that /tokenize, which parses no special tokens, splits the code as llama.cpp splits it
+  // inside its special-parsed FIM prompt.
+  const auto peer_ids =
+      peer("--special --prompt " + shell_quote("<|fim_prefix|>" + kPrefix + "<|fim_suffix|>\n\n\nx<|fim_middle|>"), 1)
+          ["prompt_ids"].get<std::vector<int>>();
+  const auto framed = static_cast<std::ptrdiff_t>(prefix_ids.size() + 2);  // <|fim_prefix|> ... <|fim_suffix|>
   ASSERT_GT(peer_ids.size(), static_cast<size_t>(framed));
   EXPECT_EQ(std::vector<int>(peer_ids.begin(), peer_ids.begin() + framed),
             std::vector<int>(want_prompt.begin(), want_prompt.begin() + framed));
@@ -116,7 +111,7 @@ TEST_F(FimCompletion, SuffixGivesLlamaCppsMiddle) {
   EXPECT_EQ(text, ref["text"]);
 
   json by_ids = body;  // the prefix as token ids
-  by_ids["prompt"] = tokenize(c, kPrefix);
+  by_ids["prompt"] = prefix_ids;
   auto i = c.Post("/v1/completions", by_ids.dump(), "application/json");
   ASSERT_TRUE(i && i->status == 200) << i->body;
   EXPECT_EQ(json::parse(i->body)["choices"][0]["text"], ref["text"]);
