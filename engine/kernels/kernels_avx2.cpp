@@ -1,6 +1,6 @@
 // AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0/Q4_0 matmuls as
 // integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick; per-row tiles for a few
-// tokens, 8-row panels for a prefill: panel_avx2-inl.h), Q4_K/Q5_K/Q6_K over Q8_K
+// tokens, 8-row panels for a prefill: panel_avx2-inl.h), Q2_K..Q6_K and IQ4_XS over Q8_K
 // activations (kernels_quant_avx2-inl.h), vectorised activation quantisers, F16 KV attention.
 #include <immintrin.h>
 
@@ -395,6 +395,9 @@ const KernelTable& avx2_kernel_table() {
     t.matmul[dtype_index(DType::kQ4_K)] = k2_matmul<Q4_KKernel2>;
     t.matmul[dtype_index(DType::kQ5_K)] = k2_matmul<Q5_KKernel2>;
     t.matmul[dtype_index(DType::kQ6_K)] = k2_matmul<Q6_KKernel2>;
+    t.matmul[dtype_index(DType::kQ2_K)] = k2_matmul<Q2_KKernel2>;
+    t.matmul[dtype_index(DType::kQ3_K)] = k2_matmul<Q3_KKernel2>;
+    t.matmul[dtype_index(DType::kIQ4_XS)] = k2_matmul<IQ4_XSKernel2>;
     t.quantize_q8 = quantize_q8;
     t.quantize_q8k = quantize_q8k;
     t.softmax = softmax;

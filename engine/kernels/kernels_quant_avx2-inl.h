@@ -1,4 +1,4 @@
-// AVX2 Q4_K, Q5_K and Q6_K matmuls over Q8_K activations (included by kernels_avx2.cpp after
+// AVX2 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS matmuls over Q8_K activations (included by kernels_avx2.cpp after
 // kernels_quant_simd-inl.h, inside its anonymous namespace). One kernel per type serves one token
 // (decode), a few tokens (a batched decode step) and the tiles of a prefill: each weight
 // super-block is decoded once per pass over a row (nibbles, fifth/high bits and the per-sub-block
@@ -58,14 +58,14 @@ inline void k2_accumulate(__m256i& sum, __m256i a, __m256i b) {
   asm("" : "+x"(sum));
 }
 
-// Bit j (0..7) of every byte of v moved to bit 4 (0x10), other bits cleared. A 16-bit shift keeps
-// bit 4 of each byte inside that byte for these distances.
-template <int J>
-inline __m256i k2_bit_to_0x10(__m256i v) {
-  const __m256i m = _mm256_set1_epi8(0x10);
-  if constexpr (J < 4) return _mm256_and_si256(_mm256_slli_epi16(v, 4 - J), m);
-  else if constexpr (J == 4) return _mm256_and_si256(v, m);
-  else return _mm256_and_si256(_mm256_srli_epi16(v, J - 4), m);
+// Bit J (0..7) of every byte of v moved to bit P, other bits cleared. After a 16-bit shift bit P of
+// each byte still comes from bit J of that same byte.
+template <int J, int P>
+inline __m256i k2_bit_to(__m256i v) {
+  const __m256i m = _mm256_set1_epi8(static_cast<char>(1 << P));
+  if constexpr (J < P) return _mm256_and_si256(_mm256_slli_epi16(v, P - J), m);
+  else if constexpr (J == P) return _mm256_and_si256(v, m);
+  else return _mm256_and_si256(_mm256_srli_epi16(v, J - P), m);
 }
 
 // Q4_K / Q5_K row . T tokens (token t's super-blocks at x + t * xs), out[t].
@@ -93,10 +93,10 @@ inline void k2_q45_tile(const void* row, int64_t nb, const QBlockK* x, int64_t x
       __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
       if constexpr (kFifthBit) {
         switch (k) {  // sub-blocks 2k and 2k + 1: bits 2k and 2k + 1 of qh
-          case 0: lo = _mm256_or_si256(lo, k2_bit_to_0x10<0>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<1>(hb)); break;
-          case 1: lo = _mm256_or_si256(lo, k2_bit_to_0x10<2>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<3>(hb)); break;
-          case 2: lo = _mm256_or_si256(lo, k2_bit_to_0x10<4>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<5>(hb)); break;
-          default: lo = _mm256_or_si256(lo, k2_bit_to_0x10<6>(hb)); hi = _mm256_or_si256(hi, k2_bit_to_0x10<7>(hb)); break;
+          case 0: lo = _mm256_or_si256(lo, k2_bit_to<0, 4>(hb)); hi = _mm256_or_si256(hi, k2_bit_to<1, 4>(hb)); break;
+          case 1: lo = _mm256_or_si256(lo, k2_bit_to<2, 4>(hb)); hi = _mm256_or_si256(hi, k2_bit_to<3, 4>(hb)); break;
+          case 2: lo = _mm256_or_si256(lo, k2_bit_to<4, 4>(hb)); hi = _mm256_or_si256(hi, k2_bit_to<5, 4>(hb)); break;
+          default: lo = _mm256_or_si256(lo, k2_bit_to<6, 4>(hb)); hi = _mm256_or_si256(hi, k2_bit_to<7, 4>(hb)); break;
         }
       }
       const __m256i slo = k2_shuffle(scales, kBcast16[2 * k]), shi = k2_shuffle(scales, kBcast16[2 * k + 1]);
@@ -160,6 +160,149 @@ inline void k2_q6_tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs
           const int8_t* xq = x[t * xs + b].qs + 128 * h + 32 * s;
           k2_accumulate(sumi[t], k2_dot(qa, xq, sa), k2_dot(qb, xq + 32, sb));
         }
+      }
+    }
+    const float d = _cvtsh_ss(wb.d);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(d * x[t * xs + b].d), acc[t]);
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
+}
+
+// Q2_K / Q3_K: registers J and J + 1 (J = 4h + s, s even) of a super-block, elements 128h + 32s ..
+// + 64: the 2-bit fields at bits 2s and 2s + 2 of qs[32h ..], for Q3_K with bits J and J + 1 of
+// hmask as 4 (q 0..7, its -4 taken off through the bsums). Each register covers sub-blocks of 16
+// 8h + 2s (low 128-bit lane) and + 1 (high lane): kPair16 picks their scales.
+template <int T, bool kQ3, int J>
+inline void k2_q23_pair(__m256i raw, __m256i hm, __m256i scales, const QBlockK* x, int64_t xs, int64_t b,
+                        __m256i* sumi) {
+  constexpr int kH = J / 4, kS = J % 4;
+  const __m256i m3 = _mm256_set1_epi8(3);
+  __m256i qa = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * kS), m3);
+  __m256i qb = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * kS + 2), m3);
+  if constexpr (kQ3) {
+    qa = _mm256_or_si256(qa, k2_bit_to<J, 2>(hm));
+    qb = _mm256_or_si256(qb, k2_bit_to<J + 1, 2>(hm));
+  } else {
+    (void)hm;
+  }
+  const __m256i sa = k2_shuffle(scales, kPair16[kS]), sb = k2_shuffle(scales, kPair16[kS + 1]);
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const int8_t* xq = x[t * xs + b].qs + 128 * kH + 32 * kS;
+    k2_accumulate(sumi[t], k2_dot(qa, xq, sa), k2_dot(qb, xq + 32, sb));
+  }
+}
+
+// Q3_K: the 12 packed bytes -> the 16 six-bit scales minus 32 as int16 lanes (k3_scale's order),
+// built in general registers and moved in whole (no store and reload).
+inline __m256i k2_q3_scales(const uint8_t* s12) {
+  uint32_t a[3];
+  std::memcpy(a, s12, 12);
+  const uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
+  const __m128i v = _mm_setr_epi32(static_cast<int>((a[0] & m4) | ((a[2] & m2) << 4)),
+                                   static_cast<int>((a[1] & m4) | (((a[2] >> 2) & m2) << 4)),
+                                   static_cast<int>(((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4)),
+                                   static_cast<int>(((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4)));
+  return _mm256_sub_epi16(_mm256_cvtepu8_epi16(v), _mm256_set1_epi16(32));
+}
+
+// Q2_K (d * (sc & 15) * q - dmin * (sc >> 4) per sub-block of 16) and Q3_K (d * sc * (q - 4)) row .
+// T tokens. Q2_K's mins come in through the bsums on the same float chain as the products: a
+// second chain per token would not leave registers for T = 4.
+template <int T, bool kQ3>
+inline void k2_q23_tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) {
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  const auto* w = static_cast<const Block*>(row);
+  __m256 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Block& wb = w[b];
+    __m256i sc16, mins16, hm, sumi[T];
+    if constexpr (kQ3) {
+      sc16 = k2_q3_scales(wb.scales);
+      hm = qs_load(wb.hmask);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {  // 4 * sum_j sc_j * bsums_j, taken off up front (exact in int32)
+        sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   _mm256_slli_epi32(_mm256_madd_epi16(qs_load(x[t * xs + b].bsums), sc16), 2));
+      }
+    } else {
+      const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+      sc16 = _mm256_and_si256(raw, _mm256_set1_epi16(0x0F));
+      mins16 = _mm256_srli_epi16(raw, 4);
+      hm = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
+    }
+    const __m256i scales_lo = _mm256_permute4x64_epi64(sc16, 0x44), scales_hi = _mm256_permute4x64_epi64(sc16, 0xEE);
+    const __m256i raw0 = qs_load(wb.qs), raw1 = qs_load(wb.qs + 32);
+    k2_q23_pair<T, kQ3, 0>(raw0, hm, scales_lo, x, xs, b, sumi);
+    k2_q23_pair<T, kQ3, 2>(raw0, hm, scales_lo, x, xs, b, sumi);
+    k2_q23_pair<T, kQ3, 4>(raw1, hm, scales_hi, x, xs, b, sumi);
+    k2_q23_pair<T, kQ3, 6>(raw1, hm, scales_hi, x, xs, b, sumi);
+    const float d = _cvtsh_ss(wb.d);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const QBlockK& xb = x[t * xs + b];
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(d * xb.d), acc[t]);
+      if constexpr (!kQ3) {
+        const __m256i m = _mm256_madd_epi16(qs_load(xb.bsums), mins16);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(_cvtsh_ss(wb.dmin) * xb.d), acc[t]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) out[t] = hsum256(acc[t]);
+}
+
+// IQ4_XS: the 8 sub-block scales (low 4 bits in the nibbles of scales_l, high 2 at bits 2ib of
+// scales_h) minus 32, as 8 int16 lanes.
+inline __m128i k2_iq4xs_scales(const BlockIQ4_XS& wb) {
+  uint32_t l;
+  std::memcpy(&l, wb.scales_l, 4);
+  const __m128i lv = _mm_cvtsi32_si128(static_cast<int>(l)), low4 = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_and_si128(lv, low4), _mm_and_si128(_mm_srli_epi16(lv, 4), low4)));
+  // Lane ib times 2^(14 - 2ib) puts bits 2ib, 2ib + 1 of scales_h at bits 14, 15; then at 4, 5.
+  const __m128i h = _mm_mullo_epi16(_mm_set1_epi16(static_cast<short>(wb.scales_h)),
+                                    _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1));
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(h, 10), _mm_set1_epi16(0x30));
+  return _mm_sub_epi16(_mm_or_si128(lo, hi), _mm_set1_epi16(32));
+}
+
+// IQ4_XS row . T tokens: each 32 bytes of qs are sub-blocks 2k and 2k + 1 (16 bytes each, low
+// nibbles first), looked up in the level table and regrouped by lane into one register per
+// sub-block; the signed levels multiply as |w| against x carrying w's sign (levels are nonzero,
+// |x| <= 127).
+template <int T>
+inline void k2_iq4xs_tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) {
+  const auto* w = static_cast<const BlockIQ4_XS*>(row);
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XS& wb = w[b];
+    const __m256i scales = _mm256_broadcastsi128_si256(k2_iq4xs_scales(wb));
+    __m256i sumi[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256i raw = qs_load(wb.qs + 32 * k);
+      const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(raw, low4));
+      const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+      const __m256i wa = _mm256_permute2x128_si256(lo, hi, 0x20), wb2 = _mm256_permute2x128_si256(lo, hi, 0x31);
+      const __m256i ua = _mm256_abs_epi8(wa), ub = _mm256_abs_epi8(wb2);
+      const __m256i sa = k2_shuffle(scales, kBcast16[2 * k]), sb = k2_shuffle(scales, kBcast16[2 * k + 1]);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const int8_t* xq = x[t * xs + b].qs + 64 * k;
+        k2_accumulate(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ua, _mm256_sign_epi8(qs_load(xq), wa)), sa),
+                      _mm256_madd_epi16(_mm256_maddubs_epi16(ub, _mm256_sign_epi8(qs_load(xq + 32), wb2)), sb));
       }
     }
     const float d = _cvtsh_ss(wb.d);
@@ -235,4 +378,19 @@ struct Q6_KKernel2 {
   static constexpr DType kType = DType::kQ6_K;
   template <int T>
   static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q6_tile<T>(row, nb, x, xs, out); }
+};
+struct Q2_KKernel2 {
+  static constexpr DType kType = DType::kQ2_K;
+  template <int T>
+  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q23_tile<T, false>(row, nb, x, xs, out); }
+};
+struct Q3_KKernel2 {
+  static constexpr DType kType = DType::kQ3_K;
+  template <int T>
+  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q23_tile<T, true>(row, nb, x, xs, out); }
+};
+struct IQ4_XSKernel2 {
+  static constexpr DType kType = DType::kIQ4_XS;
+  template <int T>
+  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_iq4xs_tile<T>(row, nb, x, xs, out); }
 };
