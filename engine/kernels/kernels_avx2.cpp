@@ -375,7 +375,7 @@ void quantize_q8k(const float* x, int64_t n, QBlockK* __restrict out) {
 
 template <class K>
 struct MatmulOf {
-  static constexpr MatmulFn fn = matmul_impl<K>;
+  static constexpr MatmulFn fn = matmul_chunked<K>;
 };
 
 }  // namespace

@@ -302,7 +302,7 @@ inline void superblock_tile(const void* row, int64_t cols, const QBlockK* x, flo
   for (int t = 0; t < T; ++t) out[t] = vaddvq_f32(acc[t]) - mins[t];
 }
 
-// Kernel adapters for matmul_impl.
+// Kernel adapters for matmul_chunked.
 template <class Dec>
 struct Block32Kernel {
   using X = QBlock8;
