@@ -364,33 +364,19 @@ void k2_matmul(const void* w, int64_t cols, const float*, const void* xq, int n,
   }
 }
 
-struct Q4_KKernel2 {
-  static constexpr DType kType = DType::kQ4_K;
-  template <int T>
-  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q45_tile<T, false>(row, nb, x, xs, out); }
-};
-struct Q5_KKernel2 {
-  static constexpr DType kType = DType::kQ5_K;
-  template <int T>
-  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q45_tile<T, true>(row, nb, x, xs, out); }
-};
-struct Q6_KKernel2 {
-  static constexpr DType kType = DType::kQ6_K;
-  template <int T>
-  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q6_tile<T>(row, nb, x, xs, out); }
-};
-struct Q2_KKernel2 {
-  static constexpr DType kType = DType::kQ2_K;
-  template <int T>
-  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q23_tile<T, false>(row, nb, x, xs, out); }
-};
-struct Q3_KKernel2 {
-  static constexpr DType kType = DType::kQ3_K;
-  template <int T>
-  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_q23_tile<T, true>(row, nb, x, xs, out); }
-};
-struct IQ4_XSKernel2 {
-  static constexpr DType kType = DType::kIQ4_XS;
-  template <int T>
-  static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) { k2_iq4xs_tile<T>(row, nb, x, xs, out); }
-};
+// k2_matmul's kernels: the block type and its tile (the tile's template arguments after the comma).
+#define ANELM_K2_KERNEL(Name, kT, ...)                                                          \
+  struct Name {                                                                                 \
+    static constexpr DType kType = kT;                                                          \
+    template <int T>                                                                            \
+    static void tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) {   \
+      __VA_ARGS__(row, nb, x, xs, out);                                                         \
+    }                                                                                           \
+  };
+ANELM_K2_KERNEL(Q2_KKernel2, DType::kQ2_K, k2_q23_tile<T, false>)
+ANELM_K2_KERNEL(Q3_KKernel2, DType::kQ3_K, k2_q23_tile<T, true>)
+ANELM_K2_KERNEL(Q4_KKernel2, DType::kQ4_K, k2_q45_tile<T, false>)
+ANELM_K2_KERNEL(Q5_KKernel2, DType::kQ5_K, k2_q45_tile<T, true>)
+ANELM_K2_KERNEL(Q6_KKernel2, DType::kQ6_K, k2_q6_tile<T>)
+ANELM_K2_KERNEL(IQ4_XSKernel2, DType::kIQ4_XS, k2_iq4xs_tile<T>)
+#undef ANELM_K2_KERNEL
