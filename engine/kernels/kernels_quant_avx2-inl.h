@@ -317,8 +317,6 @@ inline void k2_iq4xs_tile(const void* row, int64_t nb, const QBlockK* x, int64_t
 // (a batched decode step of up to kKFewTokens sequences decodes each weight block once).
 constexpr int kKTile = 4;
 constexpr int kKFewTokens = 8;
-// Rows per prefill chunk: their weights (~30-50 KB) stay in L2 while every token tile passes.
-constexpr int64_t kKChunkBytes = 48 * 1024;
 
 template <class K, int T>
 inline void k2_rows(const uint8_t* w, int64_t rb, int64_t nb, const QBlockK* x, int64_t xs, float* __restrict y,
@@ -355,7 +353,7 @@ void k2_matmul(const void* w, int64_t cols, const float*, const void* xq, int n,
     pass(0, n, r0, r1);
     return;
   }
-  const int64_t chunk = std::max<int64_t>(1, kKChunkBytes / rb);
+  const int64_t chunk = rows_per_l2_chunk(rb);  // weights that stay in L2 while every token tile passes
   for (int64_t a = r0; a < r1; a += chunk) {
     const int64_t e = std::min(r1, a + chunk);
     int t = 0;
