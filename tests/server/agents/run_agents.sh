@@ -98,9 +98,12 @@ case "$shape" in
   tiny) dtype=f16 ;;
   *) dtype=q8_0 ;;
 esac
-model="$work/qwen2-$shape-random.gguf"
-if ! "$build/anelm" make-model --arch qwen2 --shape "$shape" --dtype "$dtype" --format gguf --out "$model" \
-    --seed 7 --tokenizer-from "$shared/models/qwen2.5-0.5b-instruct" >"$work/make-model.log" 2>&1; then
+# make_model SEED OUT (client_run.sh makes one per attempt; seed 7 here first, so a failure stops early).
+make_model() {
+  "$build/anelm" make-model --arch qwen2 --shape "$shape" --dtype "$dtype" --format gguf --out "$2" \
+    --seed "$1" --tokenizer-from "$shared/models/qwen2.5-0.5b-instruct"
+}
+if ! make_model 7 "$work/qwen2-random-seed7.gguf" >"$work/make-model.log" 2>&1; then
   say "make-model failed:"; sed 's/^/  /' "$work/make-model.log"; echo "0 passed, ${#clients[@]} failed"; exit 1
 fi
 
@@ -110,7 +113,7 @@ start_server() {
   : >"$log"  # exists before the first poll below (the background redirection may not have run yet)
   # shellcheck disable=SC2086
   "$build/anelm" serve --model "$model" --alias "$model_id" --host 127.0.0.1 --port 0 --ctx "$ctx" \
-    --parallel 2 --logit-bias "151645+$try_bias" ${ANELM_AGENTS_SERVER_ARGS:-} >"$log" 2>&1 &
+    --parallel 2 --logit-bias "151645+$end_bias" ${ANELM_AGENTS_SERVER_ARGS:-} >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do
     port="$(grep -o 'listening url=http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')"

@@ -174,9 +174,12 @@ ln -s "$here/node_modules" "$work/node_modules"  # the .mjs files below resolve 
 chmod +x "$agents"/node_modules/@qwen-code/qwen-code/vendor/ripgrep/*/rg 2>/dev/null || true
 
 # --- the model: random weights, Qwen2.5's real tokenizer and chat template -------------------------
-model="$work/qwen2-tiny-random.gguf"
-if ! "$build/anelm" make-model --arch qwen2 --shape tiny --dtype f16 --format gguf --out "$model" \
-    --seed 7 --tokenizer-from "$shared/models/qwen2.5-0.5b-instruct" >"$work/make-model.log" 2>&1; then
+# make_model SEED OUT (client_run.sh makes one per attempt; seed 7 here first, so a failure stops early).
+make_model() {
+  "$build/anelm" make-model --arch qwen2 --shape tiny --dtype f16 --format gguf --out "$2" \
+    --seed "$1" --tokenizer-from "$shared/models/qwen2.5-0.5b-instruct"
+}
+if ! make_model 7 "$work/qwen2-random-seed7.gguf" >"$work/make-model.log" 2>&1; then
   sed 's/^/  /' "$work/make-model.log"; die "make-model failed"
 fi
 
@@ -185,7 +188,7 @@ start_server() {
   local log="$1" port="" deadline
   : >"$log"  # the child opens it only after the fork: the first grep below could miss it
   "$build/anelm" serve --model "$model" --host 127.0.0.1 --port 0 "${serve_args[@]}" \
-    --logit-bias "151645+$try_bias" >"$log" 2>&1 &
+    --logit-bias "151645+$end_bias" >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do
     port="$(grep -o 'listening url=http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')"
