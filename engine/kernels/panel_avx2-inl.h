@@ -1,4 +1,4 @@
-// Q8_0, Q4_0 and Q5_0 weights times any number of tokens on AVX2: many (a prefill) through a per-thread
+// Q8_0, Q4_0, Q5_0 and IQ4_NL weights times any number of tokens on AVX2: many (a prefill) through a per-thread
 // panel of 8 interleaved rows, few (decode) from the rows directly with the same sums in the same order.
 //
 // Per-row tiles spent ~8 vector ops per (row, token, block): the integer dot (3 ops) plus
@@ -48,6 +48,16 @@ struct PanelQ5_0 {
     std::memcpy(&qh, b.qh, 4);
     return _mm256_or_si256(PanelQ4_0::nibbles(b.qs), qs_bits_0x10(qh));
   }
+};
+
+// IQ4_NL (the 4-bit blocks of 32 that IQ4_XS files fall back to where a row is not a multiple of 256):
+// the nibbles looked up as signed levels, dotted like Q8_0.
+struct PanelIQ4_NL {
+  using Block = BlockIQ4_NL;
+  static constexpr DType kType = DType::kIQ4_NL;
+  static constexpr bool kSigned = true;
+  static constexpr int kOffset = 0;
+  static __m256i values(const Block& b) { return qs_iq4_levels(b.qs); }
 };
 
 // Rows rows[0..7] (nb blocks each) -> panel: per block, 8 vectors k = 0..7 holding values 4k..4k+3 of
