@@ -318,9 +318,9 @@ const KernelTable& neon_kernel_table() {
     t.matmul[dtype_index(DType::kQ8_0)] = panel_matmul<DecQ8_0>;
     t.matmul[dtype_index(DType::kQ4_0)] = panel_matmul<DecQ4_0>;
     t.matmul[dtype_index(DType::kQ4_1)] = matmul_chunked<Block32Kernel<DecQ4_1>>;
-    t.matmul[dtype_index(DType::kQ5_0)] = matmul_chunked<Block32Kernel<DecQ5<false>>>;
+    t.matmul[dtype_index(DType::kQ5_0)] = panel_matmul<DecQ5<false>>;
     t.matmul[dtype_index(DType::kQ5_1)] = matmul_chunked<Block32Kernel<DecQ5<true>>>;
-    t.matmul[dtype_index(DType::kIQ4_NL)] = matmul_chunked<Block32Kernel<DecIQ4_NL>>;
+    t.matmul[dtype_index(DType::kIQ4_NL)] = panel_matmul<DecIQ4_NL>;
     t.matmul[dtype_index(DType::kQ2_K)] = matmul_chunked<SuperBlockKernel<DecQ2_K>>;
     t.matmul[dtype_index(DType::kQ3_K)] = matmul_chunked<SuperBlockKernel<DecQ3_K>>;
     t.matmul[dtype_index(DType::kQ4_K)] = matmul_chunked<SuperBlockKernel<DecQ45_K<false>>>;

@@ -1,5 +1,5 @@
-// Q8_0 and Q4_0 weights times any number of tokens on NEON (ARMv8.2 dotprod), the structure of
-// panel_avx2-inl.h on 128-bit vectors: many tokens (a prefill) through a per-thread panel of 4
+// Q8_0, Q4_0, Q5_0 and IQ4_NL weights (the blocks of 32 without a min) times any number of tokens on
+// NEON (ARMv8.2 dotprod), the structure of panel_avx2-inl.h on 128-bit vectors: many tokens (a prefill) through a per-thread panel of 4
 // interleaved rows, few (decode) from the rows directly, both with the same integer block dots and the
 // same float operations in the same order, so a token's results do not depend on its pass.
 //
@@ -11,7 +11,7 @@
 // (nibble - 8) once, when packed or read, so no offset correction is needed.
 // Correctness is tested under qemu-aarch64 against the scalar reference; the speed of this path has
 // not been measured (no Arm hardware in development). Include inside the NEON namespace after h2f and
-// the DecQ8_0 / DecQ4_0 decoders (kernels_quant_neon-inl.h).
+// the DecQ8_0 / DecQ4_0 / DecQ5<false> / DecIQ4_NL decoders (kernels_quant_neon-inl.h).
 
 constexpr int kPanelRows = 4;
 constexpr int kPanelMinTokens = 8;  // fewer tokens: group_tile (packing costs a pass over the rows)
@@ -29,6 +29,7 @@ inline float32x4_t row_scales(const typename P::Block* const* rows, int64_t b) {
 // each row in row order (a 4x4 transpose of 32-bit pieces per half block), then the 4 row scales.
 template <class P>
 inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t* out) {
+  static_assert(!P::kMin, "a panel holds one scale per row and block, no min");
   for (int64_t b = 0; b < nb; ++b, out += kPanelBlockBytes) {
     int32x4_t half[2][kPanelRows];
     for (int i = 0; i < kPanelRows; ++i) {
