@@ -1,4 +1,4 @@
-// AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0/Q4_0/Q5_0/IQ4_NL matmuls as
+// AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0/Q4_0/Q5_0/IQ4_NL/Q4_1/Q5_1 matmuls as
 // integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick; per-row tiles for a few
 // tokens, 8-row panels for a prefill: panel_avx2-inl.h), Q2_K..Q6_K and IQ4_XS over Q8_K
 // activations (kernels_quant_avx2-inl.h), vectorised activation quantisers, F16 KV attention.
@@ -393,6 +393,8 @@ const KernelTable& avx2_kernel_table() {
     fill_quant_simd<MatmulOf>(t);
     t.matmul[dtype_index(DType::kQ5_0)] = panel_matmul<PanelQ5_0>;  // over fill_quant_simd's per-row tiles
     t.matmul[dtype_index(DType::kIQ4_NL)] = panel_matmul<PanelIQ4_NL>;
+    t.matmul[dtype_index(DType::kQ4_1)] = panel_matmul<PanelQ1<false>>;
+    t.matmul[dtype_index(DType::kQ5_1)] = panel_matmul<PanelQ1<true>>;
     t.matmul[dtype_index(DType::kQ4_K)] = k2_matmul<Q4_KKernel2>;
     t.matmul[dtype_index(DType::kQ5_K)] = k2_matmul<Q5_KKernel2>;
     t.matmul[dtype_index(DType::kQ6_K)] = k2_matmul<Q6_KKernel2>;

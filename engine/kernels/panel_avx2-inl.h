@@ -1,4 +1,4 @@
-// Q8_0, Q4_0, Q5_0 and IQ4_NL weights times any number of tokens on AVX2: many (a prefill) through a per-thread
+// Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1 weights times any number of tokens on AVX2: many (a prefill) through a per-thread
 // panel of 8 interleaved rows, few (decode) from the rows directly with the same sums in the same order.
 //
 // Per-row tiles spent ~8 vector ops per (row, token, block): the integer dot (3 ops) plus
@@ -12,7 +12,9 @@
 
 constexpr int kPanelRows = 8;
 constexpr int kPanelMinTokens = 8;  // fewer tokens: group_tile (packing costs a pass over the rows)
-constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float);
+// Per block: the 8 rows' values, their scales as floats and, for a type with a min, their mins.
+template <class P>
+constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float) * (P::kMin ? 2 : 1);
 constexpr int64_t kPanelChunkBytes = 96 * 1024;  // with a 4-token tile of activations, well inside L2
 
 // Q8_0: signed weights, dotted by the sign trick (|w| as u8 times x with w's sign).
@@ -21,6 +23,7 @@ struct PanelQ8_0 {
   static constexpr DType kType = DType::kQ8_0;
   static constexpr bool kSigned = true;
   static constexpr int kOffset = 0;
+  static constexpr bool kMin = false;
   static __m256i values(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 // Q4_0: the nibbles as u8 0..15 (low nibbles are elements 0..15, high ones 16..31) dotted directly with
@@ -30,6 +33,7 @@ struct PanelQ4_0 {
   static constexpr DType kType = DType::kQ4_0;
   static constexpr bool kSigned = false;
   static constexpr int kOffset = 8;
+  static constexpr bool kMin = false;
   static __m256i values(const Block& b) { return nibbles(b.qs); }
   static __m256i nibbles(const uint8_t* qs) {
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), low4 = _mm_set1_epi8(0x0F);
@@ -43,6 +47,7 @@ struct PanelQ5_0 {
   static constexpr DType kType = DType::kQ5_0;
   static constexpr bool kSigned = false;
   static constexpr int kOffset = 16;
+  static constexpr bool kMin = false;
   static __m256i values(const Block& b) {
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
@@ -57,14 +62,67 @@ struct PanelIQ4_NL {
   static constexpr DType kType = DType::kIQ4_NL;
   static constexpr bool kSigned = true;
   static constexpr int kOffset = 0;
+  static constexpr bool kMin = false;
   static __m256i values(const Block& b) { return qs_iq4_levels(b.qs); }
 };
 
+// Q4_1 / Q5_1 (Q5_1: the bulk of a Q5_K_M file whose rows are not a multiple of 256, e.g. Gemma 3's
+// 1152): w = d * q + m with q unsigned, so a block adds d * x.d * dot(q, x) + m * (x.d * sum(x)).
+template <bool kFifthBit>
+struct PanelQ1 {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_1, BlockQ4_1>;
+  static constexpr DType kType = kFifthBit ? DType::kQ5_1 : DType::kQ4_1;
+  static constexpr bool kSigned = false;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = true;
+  static __m256i values(const Block& b) {
+    if constexpr (!kFifthBit) {
+      return PanelQ4_0::nibbles(b.qs);
+    } else {
+      uint32_t qh;
+      std::memcpy(&qh, b.qh, 4);
+      return _mm256_or_si256(PanelQ4_0::nibbles(b.qs), qs_bits_0x10(qh));
+    }
+  }
+};
+
+// The 8 rows' fp16 fields (scales or mins) of block b side by side, widened at once (exact).
+template <class P, class F>
+inline __m256 rows_f16(const typename P::Block* const* rows, int64_t b, F field) {
+  __m128i h = _mm_cvtsi32_si128(field(rows[0][b]));
+  h = _mm_insert_epi16(h, field(rows[1][b]), 1);
+  h = _mm_insert_epi16(h, field(rows[2][b]), 2);
+  h = _mm_insert_epi16(h, field(rows[3][b]), 3);
+  h = _mm_insert_epi16(h, field(rows[4][b]), 4);
+  h = _mm_insert_epi16(h, field(rows[5][b]), 5);
+  h = _mm_insert_epi16(h, field(rows[6][b]), 6);
+  h = _mm_insert_epi16(h, field(rows[7][b]), 7);
+  return _mm256_cvtph_ps(h);
+}
+template <class P>
+inline __m256 rows_d(const typename P::Block* const* rows, int64_t b) {
+  return rows_f16<P>(rows, b, [](const typename P::Block& x) { return x.d; });
+}
+template <class P>
+inline __m256 rows_m(const typename P::Block* const* rows, int64_t b) {
+  if constexpr (P::kMin) return rows_f16<P>(rows, b, [](const typename P::Block& x) { return x.m; });
+  else return _mm256_setzero_ps();
+}
+
+// A block's contribution to token t's 8 row sums, the same operations in panel_tile and group_tile:
+// isum * (row scales x token scale), then for a type with a min + mins x (token scale x sum(x)).
+template <class P>
+inline __m256 block_fma(__m256i isum, __m256 dw, __m256 mw, const QBlock8& xb, __m256 acc) {
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc);
+  if constexpr (P::kMin) acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(xb.d * static_cast<float>(xb.sum)), acc);
+  return acc;
+}
+
 // Rows rows[0..7] (nb blocks each) -> panel: per block, 8 vectors k = 0..7 holding values 4k..4k+3 of
-// each row in row order (an 8x8 transpose of 32-bit pieces), then the 8 row scales.
+// each row in row order (an 8x8 transpose of 32-bit pieces), then the 8 row scales (and mins).
 template <class P>
 inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t* out) {
-  for (int64_t b = 0; b < nb; ++b, out += kPanelBlockBytes) {
+  for (int64_t b = 0; b < nb; ++b, out += kPanelBlockBytes<P>) {
     __m256i v[8], t[8], u[8];
     for (int i = 0; i < 8; ++i) v[i] = P::values(rows[i][b]);
     for (int i = 0; i < 8; i += 2) {
@@ -83,7 +141,8 @@ inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t
       _mm256_storeu_si256(o + 4 + k, _mm256_permute2x128_si256(u[k], u[4 + k], 0x31));
     }
     float* s = reinterpret_cast<float*>(out + kPanelRows * kQBlock);
-    for (int i = 0; i < 8; ++i) s[i] = _cvtsh_ss(rows[i][b].d);
+    _mm256_storeu_ps(s, rows_d<P>(rows, b));
+    if constexpr (P::kMin) _mm256_storeu_ps(s + kPanelRows, rows_m<P>(rows, b));
   }
 }
 
@@ -107,7 +166,7 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b, panel += kPanelBlockBytes) {
+  for (int64_t b = 0; b < nb; ++b, panel += kPanelBlockBytes<P>) {
     __m256i isum[T];
     for (int t = 0; t < T; ++t) {
       // Q4_0's / Q5_0's offset, exact in int32: every lane (row) gets -offset * sum(x).
@@ -124,9 +183,9 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
         isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(uw, sx), ones));
       }
     }
-    const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(panel + kPanelRows * kQBlock));
-    for (int t = 0; t < T; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dw, _mm256_set1_ps(x[t * xs + b].d)), acc[t]);
+    const float* s = reinterpret_cast<const float*>(panel + kPanelRows * kQBlock);
+    const __m256 dw = _mm256_loadu_ps(s), mw = P::kMin ? _mm256_loadu_ps(s + kPanelRows) : _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t) acc[t] = block_fma<P>(isum[t], dw, mw, x[t * xs + b], acc[t]);
   }
   store_lanes<T>(acc, y, ldy, nr);
 }
@@ -162,16 +221,7 @@ inline void group_tile(const typename P::Block* const* rows, int64_t nb, const Q
       v[i] = P::values(rows[i][b]);
       if constexpr (kKeepAbs) uw[i] = P::kSigned ? _mm256_sign_epi8(v[i], v[i]) : v[i];
     }
-    // The 8 rows' fp16 scales side by side, widened at once (exactly the floats the panel stores).
-    __m128i dh = _mm_cvtsi32_si128(rows[0][b].d);
-    dh = _mm_insert_epi16(dh, rows[1][b].d, 1);
-    dh = _mm_insert_epi16(dh, rows[2][b].d, 2);
-    dh = _mm_insert_epi16(dh, rows[3][b].d, 3);
-    dh = _mm_insert_epi16(dh, rows[4][b].d, 4);
-    dh = _mm_insert_epi16(dh, rows[5][b].d, 5);
-    dh = _mm_insert_epi16(dh, rows[6][b].d, 6);
-    dh = _mm_insert_epi16(dh, rows[7][b].d, 7);
-    const __m256 dw = _mm256_cvtph_ps(dh);
+    const __m256 dw = rows_d<P>(rows, b), mw = rows_m<P>(rows, b);  // exactly the floats the panel stores
     for (int t = 0; t < T; ++t) {
       const QBlock8& xb = x[t * xs + b];
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
@@ -183,7 +233,7 @@ inline void group_tile(const typename P::Block* const* rows, int64_t nb, const Q
       }
       __m256i isum = rows_sum8(p);
       if constexpr (!P::kSigned) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-P::kOffset * xb.sum));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), acc[t]);
+      acc[t] = block_fma<P>(isum, dw, mw, xb, acc[t]);
     }
   }
   store_lanes<T>(acc, y, ldy, nr);

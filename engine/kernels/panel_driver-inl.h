@@ -1,7 +1,7 @@
 // The ISA-independent half of the Q8_0/Q4_0 panel design (panel_avx2-inl.h, panel_neon-inl.h): which
 // rows form a group, the token tiles, and the matmul entry that sends few tokens through group_tile and
 // many through packed panels. Included by each ISA's panel file after it defines kPanelRows,
-// kPanelMinTokens, kPanelBlockBytes, kPanelChunkBytes, panel_pack, panel_tile and group_tile.
+// kPanelMinTokens, kPanelBlockBytes<P>, kPanelChunkBytes, panel_pack, panel_tile and group_tile.
 // No include guard on purpose.
 
 // The kPanelRows rows of group g of [r0, r1) (a last partial group repeats its last row).
@@ -55,7 +55,7 @@ void panel_matmul(const void* w, int64_t cols, const float* xf, const void* xq, 
     return;
   }
   const int64_t groups = (r1 - r0 + kPanelRows - 1) / kPanelRows;
-  const int64_t group_bytes = nb * kPanelBlockBytes;
+  const int64_t group_bytes = nb * kPanelBlockBytes<P>;
   const int64_t chunk = std::min(groups, std::max<int64_t>(1, kPanelChunkBytes / group_bytes));
   // One buffer per thread, grown to the largest chunk once (the worker threads live as long as the engine).
   thread_local std::vector<uint8_t> panel;

@@ -15,6 +15,7 @@
 
 constexpr int kPanelRows = 4;
 constexpr int kPanelMinTokens = 8;  // fewer tokens: group_tile (packing costs a pass over the rows)
+template <class P>
 constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float);
 constexpr int64_t kPanelChunkBytes = 96 * 1024;  // with a 4-token tile of activations, well inside L2
 
@@ -30,7 +31,7 @@ inline float32x4_t row_scales(const typename P::Block* const* rows, int64_t b) {
 template <class P>
 inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t* out) {
   static_assert(!P::kMin, "a panel holds one scale per row and block, no min");
-  for (int64_t b = 0; b < nb; ++b, out += kPanelBlockBytes) {
+  for (int64_t b = 0; b < nb; ++b, out += kPanelBlockBytes<P>) {
     int32x4_t half[2][kPanelRows];
     for (int i = 0; i < kPanelRows; ++i) {
       int8x16_t q0, q1;
@@ -82,7 +83,7 @@ template <class P, int T>
 inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64_t xs, float* y, int64_t ldy, int nr) {
   float32x4_t acc[T];
   for (int t = 0; t < T; ++t) acc[t] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < nb; ++b, panel += kPanelBlockBytes) {
+  for (int64_t b = 0; b < nb; ++b, panel += kPanelBlockBytes<P>) {
     const auto* pv = reinterpret_cast<const int8_t*>(panel);
     int8x16_t w[8];
     for (int k = 0; k < 8; ++k) w[k] = vld1q_s8(pv + 16 * k);

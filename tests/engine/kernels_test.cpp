@@ -235,7 +235,7 @@ TEST_P(KernelsTest, MatmulQuantManyRowsManyTokens) {
   }
 }
 
-// A token's Q8_0/Q4_0/Q5_0/IQ4_NL results on the AVX2 and NEON tables are bit-identical whether it is computed
+// A token's Q8_0/Q4_0/Q5_0/IQ4_NL (and on AVX2 Q4_1/Q5_1) results on the AVX2 and NEON tables are bit-identical whether it is computed
 // alone (a decode), with a few others (a batched decode step) or in a prefill chunk (the panels): a
 // sequence decoded beside others' prefill gives the ids it gives alone. The other tables take other
 // paths by token count (AVX-512: a one-token GEMV and pair-packed prefill; AMX: int8 tiles), so do
@@ -246,7 +246,9 @@ TEST_P(KernelsTest, QuantTokenSumsDoNotDependOnTheBatch) {
   }
   const int64_t rows = 8 * 5 + 3, cols = 2048;
   const int n = 13;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL}) {
+  std::vector<DType> types{DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL};
+  if (GetParam() == Isa::kAvx2) types.insert(types.end(), {DType::kQ4_1, DType::kQ5_1});  // with mins: AVX2 only
+  for (DType t : types) {
     const auto w = encode(random_floats(rows * cols, 31), t, rows, cols);
     const auto x = random_floats(n * cols, 32);
     std::vector<QBlock8> xq(n * cols / kQBlock);
