@@ -1,5 +1,6 @@
-// Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1 weights times any number of tokens on AVX2: many (a prefill) through a per-thread
-// panel of 8 interleaved rows, few (decode) from the rows directly with the same sums in the same order.
+// Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1 weights times any number of tokens on AVX2: many (a
+// prefill) through a per-thread panel of 8 interleaved rows, few (decode) from the rows directly with
+// the same sums in the same order.
 //
 // Per-row tiles spent ~8 vector ops per (row, token, block): the integer dot (3 ops) plus
 // converting, scaling and accumulating one 8-lane dot whose lanes all belong to one sum. Here a group
@@ -48,10 +49,11 @@ struct PanelQ5_0 {
   static constexpr bool kSigned = false;
   static constexpr int kOffset = 16;
   static constexpr bool kMin = false;
-  static __m256i values(const Block& b) {
+  static __m256i values(const Block& b) { return fives(b.qs, b.qh); }
+  static __m256i fives(const uint8_t* qs, const uint8_t* qh4) {
     uint32_t qh;
-    std::memcpy(&qh, b.qh, 4);
-    return _mm256_or_si256(PanelQ4_0::nibbles(b.qs), qs_bits_0x10(qh));
+    std::memcpy(&qh, qh4, 4);
+    return _mm256_or_si256(PanelQ4_0::nibbles(qs), qs_bits_0x10(qh));
   }
 };
 
@@ -76,13 +78,8 @@ struct PanelQ1 {
   static constexpr int kOffset = 0;
   static constexpr bool kMin = true;
   static __m256i values(const Block& b) {
-    if constexpr (!kFifthBit) {
-      return PanelQ4_0::nibbles(b.qs);
-    } else {
-      uint32_t qh;
-      std::memcpy(&qh, b.qh, 4);
-      return _mm256_or_si256(PanelQ4_0::nibbles(b.qs), qs_bits_0x10(qh));
-    }
+    if constexpr (kFifthBit) return PanelQ5_0::fives(b.qs, b.qh);
+    else return PanelQ4_0::nibbles(b.qs);
   }
 };
 
