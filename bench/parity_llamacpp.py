@@ -37,7 +37,7 @@ RULES = os.path.join(ROOT, "tests", "data", "engine", "llamacpp_parity_rules.jso
 # peer kit's generator) writes, Q8_0-draw the generator's own q8_0 file, the rest llamacpp-quantize's.
 MODELS = [
     ("qwen3", "qwen3-0.6b", "qwen2.5-0.5b-instruct",
-     ["F16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_1", "IQ4_XS", "IQ4_NL", "Q3_K_M", "Q2_K"]),
+     ["F16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_1", "Q5_1", "IQ4_XS", "IQ4_NL", "Q3_K_M", "Q2_K"]),
     ("llama", "llama-3.2-1b", "ggml-vocab-llama-bpe.gguf", ["F16", "Q4_K_M"]),
     ("qwen35", "qwen3.5-tiny", None, ["F16", "Q8_0-draw"]),  # the test fixture's shape: a quick check of this script
     ("qwen35", "qwen3.5-0.8b", None, ["F16", "Q8_0-draw", "Q8_0", "Q4_K_M"]),
