@@ -1,7 +1,7 @@
-// AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0/Q4_0/Q5_0/IQ4_NL/Q4_1/Q5_1 matmuls as
-// integer dots over Q8 activations (maddubs/madd, llama.cpp's sign trick; per-row tiles for a few
-// tokens, 8-row panels for a prefill: panel_avx2-inl.h), Q2_K..Q6_K and IQ4_XS over Q8_K
-// activations (kernels_quant_avx2-inl.h), vectorised activation quantisers, F16 KV attention.
+// AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0, Q4_0, Q5_0,
+// IQ4_NL, Q4_1 and Q5_1 matmuls as integer dots over Q8 activations (maddubs/madd, llama.cpp's sign
+// trick; 8 rows side by side for a few tokens, 8-row panels for a prefill: panel_avx2-inl.h), Q2_K..Q6_K
+// and IQ4_XS over Q8_K activations (kernels_quant_avx2-inl.h), vectorised activation quantisers, F16 KV attention.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // Q8_0, Q4_0, Q5_0 and IQ4_NL weights (the blocks of 32 without a min) times any number of tokens on
-// NEON (ARMv8.2 dotprod), the structure of panel_avx2-inl.h on 128-bit vectors: many tokens (a prefill) through a per-thread panel of 4
-// interleaved rows, few (decode) from the rows directly, both with the same integer block dots and the
-// same float operations in the same order, so a token's results do not depend on its pass.
+// NEON (ARMv8.2 dotprod), the structure of panel_avx2-inl.h on 128-bit vectors: many tokens (a
+// prefill) through a per-thread panel of 4 interleaved rows, few (decode) from the rows directly, both
+// with the same integer block dots and the same float operations in the same order, so a token's
+// results do not depend on its pass.
 //
 // The per-row tiles (kernels_quant_neon-inl.h) spend per (row, token, block) two dots, a convert and an
 // FMA into a vector whose 4 lanes all belong to one sum, then a horizontal add. In a panel a block's

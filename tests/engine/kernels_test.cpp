@@ -235,11 +235,11 @@ TEST_P(KernelsTest, MatmulQuantManyRowsManyTokens) {
   }
 }
 
-// A token's Q8_0/Q4_0/Q5_0/IQ4_NL (and on AVX2 Q4_1/Q5_1) results on the AVX2 and NEON tables are bit-identical whether it is computed
-// alone (a decode), with a few others (a batched decode step) or in a prefill chunk (the panels): a
-// sequence decoded beside others' prefill gives the ids it gives alone. The other tables take other
-// paths by token count (AVX-512: a one-token GEMV and pair-packed prefill; AMX: int8 tiles), so do
-// not promise it.
+// A token's Q8_0/Q4_0/Q5_0/IQ4_NL (and on AVX2 Q4_1/Q5_1) results on the AVX2 and NEON tables are
+// bit-identical whether it is computed alone (a decode), with a few others (a batched decode step) or
+// in a prefill chunk (the panels): a sequence decoded beside others' prefill gives the ids it gives
+// alone. The other tables take other paths by token count (AVX-512: a one-token GEMV and pair-packed
+// prefill; AMX: int8 tiles), so do not promise it.
 TEST_P(KernelsTest, QuantTokenSumsDoNotDependOnTheBatch) {
   if (GetParam() != Isa::kAvx2 && GetParam() != Isa::kNeon) {
     GTEST_SKIP() << "batch-invariant sums are the avx2 and neon panel design only";
