@@ -1,7 +1,9 @@
-// AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails), Q8_0, Q4_0, Q5_0,
+// AVX2 + FMA + F16C kernel table: float-weight matmuls (8 lanes, scalar tails); Q8_0, Q4_0, Q5_0,
 // IQ4_NL, Q4_1 and Q5_1 matmuls as integer dots over Q8 activations (maddubs/madd, llama.cpp's sign
-// trick; 8 rows side by side for a few tokens, 8-row panels for a prefill: panel_avx2-inl.h), Q2_K..Q6_K
-// and IQ4_XS over Q8_K activations (kernels_quant_avx2-inl.h), vectorised activation quantisers, F16 KV attention.
+// trick; 8 rows side by side for a few tokens, 8-row panels for a prefill: panel_avx2-inl.h);
+// Q2_K..Q6_K and IQ4_XS over Q8_K activations (kernels_quant_avx2-inl.h); vectorised activation
+// quantisers; F16 KV attention. Every quantised type has its own entry below: none runs the
+// generic per-row tiles of kernels_quant_simd-inl.h, whose block helpers this file still uses.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -373,11 +375,6 @@ void quantize_q8k(const float* x, int64_t n, QBlockK* __restrict out) {
   }
 }
 
-template <class K>
-struct MatmulOf {
-  static constexpr MatmulFn fn = matmul_chunked<K>;
-};
-
 }  // namespace
 }  // namespace avx2_impl
 
@@ -390,8 +387,7 @@ const KernelTable& avx2_kernel_table() {
     t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
     t.matmul[dtype_index(DType::kQ8_0)] = panel_matmul<PanelQ8_0>;
     t.matmul[dtype_index(DType::kQ4_0)] = panel_matmul<PanelQ4_0>;
-    fill_quant_simd<MatmulOf>(t);
-    t.matmul[dtype_index(DType::kQ5_0)] = panel_matmul<PanelQ5_0>;  // over fill_quant_simd's per-row tiles
+    t.matmul[dtype_index(DType::kQ5_0)] = panel_matmul<PanelQ5_0>;
     t.matmul[dtype_index(DType::kIQ4_NL)] = panel_matmul<PanelIQ4_NL>;
     t.matmul[dtype_index(DType::kQ4_1)] = panel_matmul<PanelQ1<false>>;
     t.matmul[dtype_index(DType::kQ5_1)] = panel_matmul<PanelQ1<true>>;

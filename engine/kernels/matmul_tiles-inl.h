@@ -58,15 +58,17 @@ void matmul_impl(const void* w, int64_t cols, const float* xf, const void* xq, i
   tiled_rows<K, 4, 8>(w, cols, activations_of<K>(xf, xq), n, y, ldy, r0, r1);
 }
 
-// The same tiles over quantised activations (about a byte per element: a 128-token prefill's fit
-// in L2) for more than one token block: rows in chunks of ~48 KB of weights, every token block
-// passing over a chunk while it is in L2, so a prefill streams the weights from memory once, not
-// once per 8 tokens (up to 8 tokens the order is tiled_rows' own).
-// Rows per chunk (also AVX2's K-quant tiles'): ~48 KB of weights, at least one row.
+// Rows per prefill chunk (matmul_chunked's and AVX2's K-quant tiles'): ~48 KB of weights, at least one row.
 inline int64_t rows_per_l2_chunk(int64_t row_bytes) {
   constexpr int64_t kChunkBytes = 48 * 1024;
   return row_bytes >= kChunkBytes ? 1 : kChunkBytes / row_bytes;
 }
+
+// The same tiles over quantised activations (about a byte per element: a 128-token prefill's fit
+// in L2) for more than one token block: rows in chunks of ~48 KB of weights, every token block
+// passing over a chunk while it is in L2, so a prefill streams the weights from memory once, not
+// once per 8 tokens (up to 8 tokens the order is tiled_rows' own). NEON's quantised types without a
+// panel run it.
 template <class K>
 void matmul_chunked(const void* w, int64_t cols, const float* xf, const void* xq, int n, float* __restrict y,
                     int64_t ldy, int64_t r0, int64_t r1) {
