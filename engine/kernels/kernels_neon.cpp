@@ -1,8 +1,8 @@
 // Arm64 NEON kernel table (ARMv8.2-A + dotprod; compiled on aarch64 only, with those -march flags).
 // Float-weight matmuls in f32 lanes (F16/BF16 widened on load: fp16 arithmetic would round every
 // product, and decode reads the weights at memory speed anyway), block-quantised matmuls as int8 dot
-// products (Q8_0/Q4_0: 4-row panels and groups, panel_neon-inl.h; the others per-row tiles,
-// kernels_quant_neon-inl.h), exp-based elementwise kernels and the blocked causal attention
+// products (the blocks of 32: 4-row panels and groups, panel_neon-inl.h; the super-blocks per-row
+// tiles, kernels_quant_neon-inl.h), exp-based elementwise kernels and the blocked causal attention
 // (attention_simd-inl.h) on 4 lanes. Tested under qemu-aarch64 against the scalar
 // reference (scripts/test): correctness only, never timed there. rmsnorm, rope and add stay the
 // generic ones: their plain loops (16 partial sums in rmsnorm) vectorise at -O3.
@@ -317,9 +317,9 @@ const KernelTable& neon_kernel_table() {
     t.matmul[dtype_index(DType::kBF16)] = matmul_impl<FloatKernel<WBF16>>;
     t.matmul[dtype_index(DType::kQ8_0)] = panel_matmul<DecQ8_0>;
     t.matmul[dtype_index(DType::kQ4_0)] = panel_matmul<DecQ4_0>;
-    t.matmul[dtype_index(DType::kQ4_1)] = matmul_chunked<Block32Kernel<DecQ4_1>>;
+    t.matmul[dtype_index(DType::kQ4_1)] = panel_matmul<DecQ4_1>;
     t.matmul[dtype_index(DType::kQ5_0)] = panel_matmul<DecQ5<false>>;
-    t.matmul[dtype_index(DType::kQ5_1)] = matmul_chunked<Block32Kernel<DecQ5<true>>>;
+    t.matmul[dtype_index(DType::kQ5_1)] = panel_matmul<DecQ5<true>>;
     t.matmul[dtype_index(DType::kIQ4_NL)] = panel_matmul<DecIQ4_NL>;
     t.matmul[dtype_index(DType::kQ2_K)] = matmul_chunked<SuperBlockKernel<DecQ2_K>>;
     t.matmul[dtype_index(DType::kQ3_K)] = matmul_chunked<SuperBlockKernel<DecQ3_K>>;

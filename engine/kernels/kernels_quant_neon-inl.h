@@ -93,29 +93,6 @@ struct DecIQ4_NL {
   }
 };
 
-// Row . T tokens: sum over blocks of d * x.d * dot(q, x) (+ m * x.d * sum(x)).
-template <class Dec, int T>
-inline void block32_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
-  const int64_t nb = cols / kQBlock;
-  const auto* w = static_cast<const typename Dec::Block*>(row);
-  const int32x4_t zero = vdupq_n_s32(0);
-  float32x4_t acc[T];
-  float mins[T];
-  for (int t = 0; t < T; ++t) acc[t] = vdupq_n_f32(0.0f), mins[t] = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    int8x16_t q0, q1;
-    float d, m = 0.0f;
-    Dec::decode(w[b], q0, q1, d, m);
-    for (int t = 0; t < T; ++t) {
-      const QBlock8& xb = x[t * nb + b];
-      const int32x4_t s = vdotq_s32(vdotq_s32(zero, q0, vld1q_s8(xb.qs)), q1, vld1q_s8(xb.qs + 16));
-      acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(s), d * xb.d);
-      if constexpr (Dec::kMin) mins[t] += m * xb.d * static_cast<float>(xb.sum);
-    }
-  }
-  for (int t = 0; t < T; ++t) out[t] = vaddvq_f32(acc[t]) + mins[t];
-}
-
 // ---- 256-element super-blocks over QBlockK activations ----------------------------------------
 
 // A decoded super-block: q[g] = the 16 values of group g (elements 16g..16g+15) as signed bytes,
@@ -303,14 +280,6 @@ inline void superblock_tile(const void* row, int64_t cols, const QBlockK* x, flo
 }
 
 // Kernel adapters for matmul_chunked.
-template <class Dec>
-struct Block32Kernel {
-  using X = QBlock8;
-  static constexpr DType kType = Dec::kType;
-  static int64_t x_stride(int64_t cols) { return cols / kQBlock; }
-  template <int T>
-  static void tile(const void* row, int64_t cols, const QBlock8* x, float* out) { block32_tile<Dec, T>(row, cols, x, out); }
-};
 template <class Dec>
 struct SuperBlockKernel {
   using X = QBlockK;

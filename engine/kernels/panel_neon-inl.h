@@ -1,4 +1,4 @@
-// Q8_0, Q4_0, Q5_0 and IQ4_NL weights (the blocks of 32 without a min) times any number of tokens on
+// Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1 weights (the blocks of 32) times any number of tokens on
 // NEON (ARMv8.2 dotprod), the structure of panel_avx2-inl.h on 128-bit vectors: many tokens (a
 // prefill) through a per-thread panel of 4 interleaved rows, few (decode) from the rows directly, both
 // with the same integer block dots and the same float operations in the same order, so a token's
@@ -9,29 +9,40 @@
 // 4-byte pieces of 4 rows sit side by side, so vdotq_laneq_s32 (one piece of the token broadcast from a
 // lane) fills the 4 int32 lanes with the 4 rows' partial dots: 8 dots per block give the 4 rows' exact
 // block sums, then one convert and one FMA per token for 4 rows. Q4_0 is decoded to signed values
-// (nibble - 8) once, when packed or read, so no offset correction is needed.
+// (nibble - 8) once, when packed or read, so no offset correction is needed. Q4_1 / Q5_1 (w = d * q + m)
+// keep q unsigned (0..31 fits a signed byte) and add m * (x.d * sum(x)) per block with one more FMA.
 // Correctness is tested under qemu-aarch64 against the scalar reference; the speed of this path has
 // not been measured (no Arm hardware in development). Include inside the NEON namespace after h2f and
-// the DecQ8_0 / DecQ4_0 / DecQ5<false> / DecIQ4_NL decoders (kernels_quant_neon-inl.h).
+// the Dec* decoders of the blocks of 32 (kernels_quant_neon-inl.h).
 
 constexpr int kPanelRows = 4;
 constexpr int kPanelMinTokens = 8;  // fewer tokens: group_tile (packing costs a pass over the rows)
+// Per block: the 4 rows' values, their scales as floats and, for a type with a min, their mins.
 template <class P>
-constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float);
+constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float) * (P::kMin ? 2 : 1);
 constexpr int64_t kPanelChunkBytes = 96 * 1024;  // with a 4-token tile of activations, well inside L2
 
-// The 4 rows' fp16 scales of block b as floats (exact conversions, as h2f).
+// The 4 rows' fp16 scales (mins) of block b as floats (exact conversions, as h2f).
 template <class P>
 inline float32x4_t row_scales(const typename P::Block* const* rows, int64_t b) {
   const uint16_t h[kPanelRows] = {rows[0][b].d, rows[1][b].d, rows[2][b].d, rows[3][b].d};
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
 }
+template <class P>
+inline float32x4_t row_mins(const typename P::Block* const* rows, int64_t b) {
+  if constexpr (P::kMin) {
+    const uint16_t h[kPanelRows] = {rows[0][b].m, rows[1][b].m, rows[2][b].m, rows[3][b].m};
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+  } else {
+    return vdupq_n_f32(0.0f);
+  }
+}
 
 // Rows rows[0..3] (nb blocks each) -> panel: per block, 8 vectors k = 0..7 holding values 4k..4k+3 of
-// each row in row order (a 4x4 transpose of 32-bit pieces per half block), then the 4 row scales.
+// each row in row order (a 4x4 transpose of 32-bit pieces per half block), then the 4 row scales (and
+// mins).
 template <class P>
 inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t* out) {
-  static_assert(!P::kMin, "a panel holds one scale per row and block, no min");
   for (int64_t b = 0; b < nb; ++b, out += kPanelBlockBytes<P>) {
     int32x4_t half[2][kPanelRows];
     for (int i = 0; i < kPanelRows; ++i) {
@@ -56,7 +67,9 @@ inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t
       vst1q_s32(o + 16 * h + 8, hi64(t0, t2));  // piece 2
       vst1q_s32(o + 16 * h + 12, hi64(t1, t3));  // piece 3
     }
-    vst1q_f32(reinterpret_cast<float*>(out + kPanelRows * kQBlock), row_scales<P>(rows, b));
+    float* s = reinterpret_cast<float*>(out + kPanelRows * kQBlock);
+    vst1q_f32(s, row_scales<P>(rows, b));
+    if constexpr (P::kMin) vst1q_f32(s + kPanelRows, row_mins<P>(rows, b));
   }
 }
 
@@ -74,9 +87,13 @@ inline void store_lanes(const float32x4_t* acc, float* y, int64_t ldy, int nr) {
   }
 }
 
-// The block's scaled sum into acc, the same float operations in both paths.
-inline float32x4_t add_block(float32x4_t acc, int32x4_t isum, float32x4_t dw, float xd) {
-  return vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(dw, xd));
+// The block's scaled sum into acc, the same float operations in both paths: isum * (row scales x token
+// scale), then for a type with a min + mins x (token scale x sum(x)).
+template <class P>
+inline float32x4_t add_block(float32x4_t acc, int32x4_t isum, float32x4_t dw, float32x4_t mw, const QBlock8& xb) {
+  acc = vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(dw, xb.d));
+  if constexpr (P::kMin) acc = vfmaq_n_f32(acc, mw, xb.d * static_cast<float>(xb.sum));
+  return acc;
 }
 
 // The 4 rows of a panel group . T tokens (x: T rows of nb blocks, xs apart) -> y[t * ldy + 0..nr-1].
@@ -88,7 +105,8 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
     const auto* pv = reinterpret_cast<const int8_t*>(panel);
     int8x16_t w[8];
     for (int k = 0; k < 8; ++k) w[k] = vld1q_s8(pv + 16 * k);
-    const float32x4_t dw = vld1q_f32(reinterpret_cast<const float*>(panel + kPanelRows * kQBlock));
+    const float* sc = reinterpret_cast<const float*>(panel + kPanelRows * kQBlock);
+    const float32x4_t dw = vld1q_f32(sc), mw = P::kMin ? vld1q_f32(sc + kPanelRows) : vdupq_n_f32(0.0f);
     for (int t = 0; t < T; ++t) {
       const QBlock8& xb = x[t * xs + b];
       const int8x16_t x0 = vld1q_s8(xb.qs), x1 = vld1q_s8(xb.qs + 16);
@@ -101,7 +119,7 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
       s = vdotq_laneq_s32(s, w[5], x1, 1);
       s = vdotq_laneq_s32(s, w[6], x1, 2);
       s = vdotq_laneq_s32(s, w[7], x1, 3);
-      acc[t] = add_block(acc[t], s, dw, xb.d);
+      acc[t] = add_block<P>(acc[t], s, dw, mw, xb);
     }
   }
   store_lanes<T>(acc, y, ldy, nr);
@@ -126,13 +144,13 @@ inline void group_tile(const typename P::Block* const* rows, int64_t nb, const Q
       float d, m;
       P::decode(rows[i][b], q0[i], q1[i], d, m);
     }
-    const float32x4_t dw = row_scales<P>(rows, b);
+    const float32x4_t dw = row_scales<P>(rows, b), mw = row_mins<P>(rows, b);
     for (int t = 0; t < T; ++t) {
       const QBlock8& xb = x[t * xs + b];
       const int8x16_t x0 = vld1q_s8(xb.qs), x1 = vld1q_s8(xb.qs + 16);
       int32x4_t p[kPanelRows];
       for (int i = 0; i < kPanelRows; ++i) p[i] = vdotq_s32(vdotq_s32(zero, q0[i], x0), q1[i], x1);
-      acc[t] = add_block(acc[t], vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3])), dw, xb.d);
+      acc[t] = add_block<P>(acc[t], vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3])), dw, mw, xb);
     }
   }
   store_lanes<T>(acc, y, ldy, nr);
