@@ -84,17 +84,7 @@ TensorView make_tensor(SyntheticModel& m, const std::string& name, DType t, int6
   for (auto& x : f) x = dist(gen);
   const int64_t rb = dtype_row_bytes(t, cols);
   auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rows * rb));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = f.data() + r * cols;
-    uint8_t* dst = buf->data() + r * rb;
-    for (int64_t c = 0; c < cols; ++c) {
-      if (t == DType::kF32) reinterpret_cast<float*>(dst)[c] = src[c];
-      if (t == DType::kF16) reinterpret_cast<uint16_t*>(dst)[c] = kernels::float_to_half(src[c]);
-      if (t == DType::kBF16) reinterpret_cast<uint16_t*>(dst)[c] = kernels::float_to_bf16(src[c]);
-    }
-    if (t == DType::kQ8_0) kernels::quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
-    if (t == DType::kQ4_0) kernels::quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols);
-  }
+  for (int64_t r = 0; r < rows; ++r) kernels::row_from_f32(f.data() + r * cols, t, buf->data() + r * rb, cols);
   m.storage.push_back(buf);
   TensorView v;
   v.name = name;
