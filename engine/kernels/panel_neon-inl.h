@@ -22,20 +22,20 @@ template <class P>
 constexpr int64_t kPanelBlockBytes = kPanelRows * kQBlock + kPanelRows * sizeof(float) * (P::kMin ? 2 : 1);
 constexpr int64_t kPanelChunkBytes = 96 * 1024;  // with a 4-token tile of activations, well inside L2
 
-// The 4 rows' fp16 scales (mins) of block b as floats (exact conversions, as h2f).
-template <class P>
-inline float32x4_t row_scales(const typename P::Block* const* rows, int64_t b) {
-  const uint16_t h[kPanelRows] = {rows[0][b].d, rows[1][b].d, rows[2][b].d, rows[3][b].d};
+// The 4 rows' fp16 fields (scales or mins) of block b as floats (exact conversions, as h2f).
+template <class P, class F>
+inline float32x4_t rows_f16(const typename P::Block* const* rows, int64_t b, F field) {
+  const uint16_t h[kPanelRows] = {field(rows[0][b]), field(rows[1][b]), field(rows[2][b]), field(rows[3][b])};
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
 }
 template <class P>
+inline float32x4_t row_scales(const typename P::Block* const* rows, int64_t b) {
+  return rows_f16<P>(rows, b, [](const typename P::Block& x) { return x.d; });
+}
+template <class P>
 inline float32x4_t row_mins(const typename P::Block* const* rows, int64_t b) {
-  if constexpr (P::kMin) {
-    const uint16_t h[kPanelRows] = {rows[0][b].m, rows[1][b].m, rows[2][b].m, rows[3][b].m};
-    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
-  } else {
-    return vdupq_n_f32(0.0f);
-  }
+  if constexpr (P::kMin) return rows_f16<P>(rows, b, [](const typename P::Block& x) { return x.m; });
+  else return vdupq_n_f32(0.0f);
 }
 
 // Rows rows[0..3] (nb blocks each) -> panel: per block, 8 vectors k = 0..7 holding values 4k..4k+3 of
