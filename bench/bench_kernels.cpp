@@ -27,28 +27,18 @@ namespace {
 
 std::vector<uint8_t> encode(const std::vector<float>& m, DType t, int64_t rows, int64_t cols) {
   std::vector<uint8_t> out(static_cast<size_t>(dtype_row_bytes(t, cols) * rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = m.data() + r * cols;
-    uint8_t* dst = out.data() + r * dtype_row_bytes(t, cols);
-    switch (t) {
-      case DType::kF16:
-        for (int64_t c = 0; c < cols; ++c) reinterpret_cast<uint16_t*>(dst)[c] = float_to_half(src[c]);
-        break;
-      case DType::kQ8_0: kernels::quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols); break;
-      case DType::kQ4_0: kernels::quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), cols); break;
-      default: break;
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r) row_from_f32(m.data() + r * cols, t, out.data() + r * dtype_row_bytes(t, cols), cols);
   return out;
 }
 
-// Types anelm cannot write (the K-quants, Q5_0, ...): random bytes with sane f16 scales.
+// The super-block types: random bytes with sane f16 scales (every pattern of their packed sub-block
+// scales and high bits, which a quantiser would not all produce).
 std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
   std::vector<uint8_t> out(static_cast<size_t>(dtype_row_bytes(t, cols) * rows));
   for (auto& b : out) b = static_cast<uint8_t>(rng());
   std::vector<int> f16_at;  // byte offsets of the f16 fields of one block
   switch (t) {
-    case DType::kQ4_1: case DType::kQ5_1: case DType::kQ4_K: case DType::kQ5_K: f16_at = {0, 2}; break;
+    case DType::kQ4_K: case DType::kQ5_K: f16_at = {0, 2}; break;
     case DType::kQ2_K: f16_at = {80, 82}; break;
     case DType::kQ3_K: f16_at = {108}; break;
     case DType::kQ6_K: f16_at = {208}; break;
@@ -126,7 +116,7 @@ int main(int argc, char** argv) {
                     DType::kQ2_K}) {
       if (s.cols % dtype_block_elems(t) != 0) continue;
       if (!only.empty() && only != dtype_name(t)) continue;  // K-quants: only rows of whole 256-blocks
-      const auto w = dtype_quantizable(t) ? encode(wf, t, s.rows, s.cols) : random_blocks(t, s.rows, s.cols, rng);
+      const auto w = dtype_block_elems(t) == kQKBlock ? random_blocks(t, s.rows, s.cols, rng) : encode(wf, t, s.rows, s.cols);
       for (int n : {1, 2, 4, 8, 16, 64, 128, 256, 512}) {  // 2-8: a batched decode step of that many sequences
         if (!only_n.empty() && std::find(only_n.begin(), only_n.end(), n) == only_n.end()) continue;
         if (s.rows > 20000 && n > 8) continue;  // the LM head runs for each sequence's last token only
