@@ -31,9 +31,6 @@ void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t k);
 void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t k);
 void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t k);
 
-// True for the types row_from_f32 can write: every DType.
-constexpr bool dtype_quantizable(DType t) { return dtype_index(t) < kNumDTypes; }
-
 // The type to write a row of `cols` elements in when `want` is asked for: `want` when cols is a
 // multiple of its block, else the nearest 32-element type llama.cpp falls back to (Q2_K, Q3_K,
 // IQ4_XS -> IQ4_NL; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0), else nullopt (no quantised type fits).

@@ -141,10 +141,6 @@ TEST(QuantizeWriters, ZeroAndConstantRows) {
   }
 }
 
-TEST(QuantizeWriters, EveryTypeIsWritable) {
-  for (int i = 0; i < kNumDTypes; ++i) EXPECT_TRUE(dtype_quantizable(static_cast<DType>(i))) << i;
-}
-
 TEST(QuantizeWriters, RowsThatDoNotFitFallBackAsLlamaCpp) {
   EXPECT_EQ(writable_type_for(DType::kQ4_K, 512), DType::kQ4_K);
   EXPECT_EQ(writable_type_for(DType::kQ4_K, 96), DType::kQ5_0);
