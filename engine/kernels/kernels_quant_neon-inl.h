@@ -32,37 +32,35 @@ inline int8x16_t qn_s8(uint8x16_t v, int offset) {
   return vaddq_s8(vreinterpretq_s8_u8(v), vdupq_n_s8(static_cast<int8_t>(offset)));
 }
 
-// Decoders: the block's 32 values as signed bytes, its scale d and (kMin) minimum m.
+// Decoders: the block's 32 values as signed bytes (the panels read the fp16 scale, and kMin's
+// minimum, from the block themselves).
 struct DecQ8_0 {
   using Block = BlockQ8_0;
   static constexpr DType kType = DType::kQ8_0;
   static constexpr bool kMin = false;
-  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float&) {
+  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1) {
     q0 = vld1q_s8(b.qs);
     q1 = vld1q_s8(b.qs + 16);
-    d = h2f(b.d);
   }
 };
 struct DecQ4_0 {
   using Block = BlockQ4_0;
   static constexpr DType kType = DType::kQ4_0;
   static constexpr bool kMin = false;
-  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float&) {
+  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1) {
     uint8x16_t lo, hi;
     qn_nibbles(b.qs, lo, hi);
     q0 = qn_s8(lo, -8), q1 = qn_s8(hi, -8);
-    d = h2f(b.d);
   }
 };
 struct DecQ4_1 {
   using Block = BlockQ4_1;
   static constexpr DType kType = DType::kQ4_1;
   static constexpr bool kMin = true;
-  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float& m) {
+  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1) {
     uint8x16_t lo, hi;
     qn_nibbles(b.qs, lo, hi);
-    q0 = qn_s8(lo, 0), q1 = qn_s8(hi, 0);
-    d = h2f(b.d), m = h2f(b.m);
+    q0 = vreinterpretq_s8_u8(lo), q1 = vreinterpretq_s8_u8(hi);
   }
 };
 template <bool kWithMin>
@@ -70,26 +68,23 @@ struct DecQ5 {
   using Block = std::conditional_t<kWithMin, BlockQ5_1, BlockQ5_0>;
   static constexpr DType kType = kWithMin ? DType::kQ5_1 : DType::kQ5_0;
   static constexpr bool kMin = kWithMin;
-  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float& m) {
+  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1) {
     uint8x16_t lo, hi, blo, bhi;
     qn_nibbles(b.qs, lo, hi);
     qn_bits_0x10(b.qh, blo, bhi);
     const int offset = kWithMin ? 0 : -16;
     q0 = qn_s8(vorrq_u8(lo, blo), offset), q1 = qn_s8(vorrq_u8(hi, bhi), offset);
-    d = h2f(b.d);
-    if constexpr (kWithMin) m = h2f(b.m);
   }
 };
 struct DecIQ4_NL {
   using Block = BlockIQ4_NL;
   static constexpr DType kType = DType::kIQ4_NL;
   static constexpr bool kMin = false;
-  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float&) {
+  static void decode(const Block& b, int8x16_t& q0, int8x16_t& q1) {
     const int8x16_t table = vld1q_s8(kIq4nlValues);
     uint8x16_t lo, hi;
     qn_nibbles(b.qs, lo, hi);
     q0 = vqtbl1q_s8(table, lo), q1 = vqtbl1q_s8(table, hi);
-    d = h2f(b.d);
   }
 };
 

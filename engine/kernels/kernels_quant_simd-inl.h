@@ -1,11 +1,11 @@
 // Q2_K..Q6_K, IQ4_XS (over QBlockK activations) and Q4_1, Q5_0, Q5_1, IQ4_NL (over QBlock8) row
-// kernels on 256-bit vectors,
-// written once and included by kernels_avx512.cpp (defines ANELM_QUANT_VNNI: vpdpbusd, and mask
-// moves for the Q5_0 high bits), whose table runs these tiles, and by kernels_avx2.cpp (maddubs +
-// madd), whose table has a faster kernel for every type and uses only the block helpers
-// (qs_load, qs_bits_0x10, qs_iq4_levels, qs_hsum_epi32). Each weight (super-)block is
-// decoded to unsigned bytes once and shared by the T tokens of a tile; integer dots per sub-block
-// are scaled in int32, mins and offsets are folded in through the activation sums (as llama.cpp).
+// kernels on 256-bit vectors, written once and included by kernels_avx512.cpp (defines
+// ANELM_QUANT_VNNI: vpdpbusd, and mask moves for the Q5_0 high bits), whose table runs these tiles,
+// and by kernels_avx2.cpp (maddubs + madd), whose table has a faster kernel for every type and uses
+// only the block helpers (qs_load, qs_bits_0x10, qs_iq4_levels, qs_hsum_epi32). Each weight
+// (super-)block is decoded to unsigned bytes once and shared by the T tokens of a tile; integer dots
+// per sub-block are scaled in int32, mins and offsets are folded in through the activation sums (as
+// llama.cpp).
 // Include inside the per-ISA anonymous namespace after hsum256. No include guard on purpose.
 
 #if defined(ANELM_QUANT_VNNI)

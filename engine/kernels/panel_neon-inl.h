@@ -47,8 +47,7 @@ inline void panel_pack(const typename P::Block* const* rows, int64_t nb, uint8_t
     int32x4_t half[2][kPanelRows];
     for (int i = 0; i < kPanelRows; ++i) {
       int8x16_t q0, q1;
-      float d, m;
-      P::decode(rows[i][b], q0, q1, d, m);
+      P::decode(rows[i][b], q0, q1);
       half[0][i] = vreinterpretq_s32_s8(q0), half[1][i] = vreinterpretq_s32_s8(q1);
     }
     auto* o = reinterpret_cast<int32_t*>(out);
@@ -140,10 +139,7 @@ inline void group_tile(const typename P::Block* const* rows, int64_t nb, const Q
       __builtin_prefetch(next + l * 64);
     }
     int8x16_t q0[kPanelRows], q1[kPanelRows];
-    for (int i = 0; i < kPanelRows; ++i) {
-      float d, m;
-      P::decode(rows[i][b], q0[i], q1[i], d, m);
-    }
+    for (int i = 0; i < kPanelRows; ++i) P::decode(rows[i][b], q0[i], q1[i]);
     const float32x4_t dw = row_scales<P>(rows, b), mw = row_mins<P>(rows, b);
     for (int t = 0; t < T; ++t) {
       const QBlock8& xb = x[t * xs + b];
