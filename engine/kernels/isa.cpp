@@ -52,6 +52,9 @@ bool isa_supported(Isa isa) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              __builtin_cpu_supports("f16c");
     case Isa::kAvx512:
+#if defined(ANELM_AVX512_EMULATED)  // tests/CMakeLists.txt: the AVX-512 table built over SIMDe for AVX2 CPUs
+      return isa_supported(Isa::kAvx2);
+#endif
       return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
