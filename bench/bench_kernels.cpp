@@ -3,7 +3,7 @@
 // weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one]
 // [shape: qkv|gate_up|down|lm_head|q3_qkv|q3_o|q3_gate_up|q3_down|q3_lm_head]
 // [exact: also rms_err_vs_exact, against the float activations]. ANELM_BENCH_ISA=avx2 (say) times that
-// table only (the scalar reference still validates); ANELM_BENCH_N=1,4,128 only those token counts. Shapes are Qwen2.5-0.5B's and Qwen3-0.6B's
+// table only (amx_bf16: the opt-in AMX-BF16 table; the scalar reference still validates); ANELM_BENCH_N=1,4,128 only those token counts. Shapes are Qwen2.5-0.5B's and Qwen3-0.6B's
 // (q3_*); the K-quants run on the rows that hold whole 256-element blocks.
 #include <algorithm>
 #include <chrono>
@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
   const std::string only = argc > 2 ? argv[2] : "";
   const std::string only_shape = argc > 3 ? argv[3] : "";
   const bool exact_errors = argc > 4 && std::string(argv[4]) == "exact";
+  // Every table this CPU runs, and the opt-in AMX-BF16 one (amx_bf16_table) as "amx_bf16".
+  std::vector<std::pair<std::string, const KernelTable*>> tables;
+  for (Isa isa : supported_isas()) tables.emplace_back(isa_name(isa), kernel_table(isa));
+  if (const KernelTable* b = amx_bf16_table()) tables.emplace_back("amx_bf16", b);
   std::vector<int> only_n;  // ANELM_BENCH_N=1,4,128: only these token counts
   if (const char* ns = std::getenv("ANELM_BENCH_N")) {
     for (const char* p = ns; *p;) {
@@ -149,11 +153,8 @@ int main(int argc, char** argv) {
           }
           return std::sqrt(err / mag);
         };
-        for (Isa isa : supported_isas()) {
-          if (const char* only_isa = std::getenv("ANELM_BENCH_ISA"); only_isa && *only_isa && only_isa != std::string(isa_name(isa))) {
-            continue;
-          }
-          const KernelTable* k = kernel_table(isa);
+        for (const auto& [name, k] : tables) {
+          if (const char* only_isa = std::getenv("ANELM_BENCH_ISA"); only_isa && *only_isa && only_isa != name) continue;
           const MatmulFn mm = k->matmul[dtype_index(t)];
           mm(w.data(), s.cols, x.data(), xq, n, got.data(), s.rows, 0, s.rows);
           const int bf16_from = k->bf16_min_tokens[dtype_index(t)];
@@ -164,14 +165,14 @@ int main(int argc, char** argv) {
           for (size_t i = 0; i < got.size(); ++i) max_err = std::max(max_err, std::fabs(got[i] - e[i]) / (1.0f + std::fabs(e[i])));
           const bool ok = max_err < 1e-3f;
           failures += !ok;
-          const int r = isa == Isa::kScalar ? 1 : reps;
+          const int r = k->isa == Isa::kScalar ? 1 : reps;
           const auto t0 = std::chrono::steady_clock::now();
           for (int i = 0; i < r; ++i) mm(w.data(), s.cols, x.data(), xq, n, got.data(), s.rows, 0, s.rows);
           const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / r;
           const double exact_err = exact_errors ? rms_err(got) : 0.0;
           std::printf("{\"isa\":\"%s\",\"dtype\":\"%s\",\"shape\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"n\":%d,"
                       "\"valid\":%s,\"max_rel_err\":%.3g,\"rms_err_vs_exact\":%.3g,\"ms\":%.4f,\"weight_gb_s\":%.2f,\"gflop_s\":%.2f}\n",
-                      isa_name(isa), dt_name(t), s.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
+                      name.c_str(), dt_name(t), s.name, static_cast<long long>(s.rows), static_cast<long long>(s.cols), n,
                       ok ? "true" : "false", max_err, exact_err, sec * 1e3, static_cast<double>(w.size()) / sec / 1e9,
                       2.0 * s.rows * s.cols * n / sec / 1e9);
           std::fflush(stdout);

@@ -1,4 +1,6 @@
 // Many tokens (prefill chunks) on AMX-BF16 tiles (included by kernels_amx.cpp, after the unpackers).
+// Opt-in (amx_bf16_table in kernels.h): the bf16 roundings below move the logits further from
+// llama.cpp's than its own flash-attention on/off differences on long prompts.
 //
 // Why: the int8 products need a float epilogue per group of 32 (or 16) values for every 16x16 block
 // of dots, which held a 2048-token Q8_0 prefill at ~90 MACs per cycle per core on Sapphire Rapids
@@ -41,6 +43,9 @@ constexpr int kBf16Ahead = 2;                   // K steps between a prefetch an
 constexpr int kBf16RowsAhead = 4;               // weight rows prefetched ahead of their unpack
 
 bool amx_bf16_usable() {
+#if defined(ANELM_AMX_EMULATED)
+  return true;
+#endif
   static const bool usable = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
     return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((d >> 22) & 1);  // AMX-BF16

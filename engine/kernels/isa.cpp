@@ -174,11 +174,21 @@ KernelTable with_f16_rounded_activations(const KernelTable& t) {
   return out;
 }
 
+const KernelTable* amx_bf16_table() {
+#if defined(ANELM_HAVE_AMX)
+  if (isa_supported(Isa::kAmx)) return amx_bf16_kernel_table();
+#endif
+  return nullptr;
+}
+
 const KernelTable& active_kernels() {
   static const KernelTable table = [] {
-    const KernelTable& t = *kernel_table(selected_isa());
+    const KernelTable* t = kernel_table(selected_isa());
+    if (const char* bf16 = std::getenv("ANELM_AMX_BF16"); bf16 && std::strcmp(bf16, "1") == 0 && t->isa == Isa::kAmx) {
+      if (const KernelTable* b = amx_bf16_table()) t = b;
+    }
     const char* env = std::getenv("ANELM_F16_ACTIVATIONS");
-    return env && std::strcmp(env, "f16") == 0 ? with_f16_rounded_activations(t) : t;
+    return env && std::strcmp(env, "f16") == 0 ? with_f16_rounded_activations(*t) : *t;
   }();
   return table;
 }

@@ -139,9 +139,16 @@ struct KernelTable {
 
 // The table for `isa`, or nullptr when that path is not compiled in or not supported here.
 const KernelTable* kernel_table(Isa isa);
-// The table of selected_isa(), fixed for the life of the process; with ANELM_F16_ACTIVATIONS=f16,
-// with_f16_rounded_activations of it.
+// The table of selected_isa(), fixed for the life of the process; on AMX with ANELM_AMX_BF16=1,
+// amx_bf16_table(); with ANELM_F16_ACTIVATIONS=f16, with_f16_rounded_activations of it.
 const KernelTable& active_kernels();
+// The AMX table with the matmuls of many tokens (bf16_min_tokens: prefill chunks) on AMX-BF16 tiles:
+// faster prefill of long prompts, but every weight and activation there is rounded to bf16, so its
+// logits leave llama.cpp's (whose AMX and VNNI paths multiply the same int8 activations as the int8
+// tiles) by more than llama.cpp's own flash-attention on/off differences: on prompts of 700 tokens the
+// GPT-2, Phi-3 and SmolLM3 Q8_0 parity suites fail with it. Hence opt-in (ANELM_AMX_BF16=1).
+// nullptr where the CPU lacks AMX-BF16 or AMX is not compiled in.
+const KernelTable* amx_bf16_table();
 // `t` with ggml's f16 roundings, a diagnostic that reproduces llama.cpp's: its F16-weight matmul fed
 // activations rounded to f16 first (F16's vec_dot_type), attention over an F16 cache fed queries
 // rounded to f16 (ggml converts Q to K's type), and GELU / GeGLU through ggml's f16 table
@@ -155,6 +162,7 @@ const KernelTable& avx2_kernel_table();
 const KernelTable& avx512_kernel_table();
 const KernelTable& neon_kernel_table();
 const KernelTable& amx_kernel_table();
+const KernelTable* amx_bf16_kernel_table();  // nullptr without AMX-BF16
 // True when the CPU has AMX-TILE and AMX-INT8 and the kernel granted this process the tile state
 // (Linux arch_prctl ARCH_REQ_XCOMP_PERM; asked once).
 bool amx_usable();

@@ -10,8 +10,8 @@
 // group, one TDPBSSD gives the exact int32 dots of 16 rows x 16 tokens, and an AVX-512 epilogue adds
 // scale_w * d_x * dot (+ min_w * d_x * sum(q_x)) into float accumulators; only the float summation
 // order differs from the other kernels. One token keeps the AVX-512 GEMV; where the tiles start
-// for each type is min_tokens below. Prefill chunks of many tokens run on AMX-BF16 tiles instead
-// (amx_bf16-inl.h, from bf16_min_tokens).
+// for each type is min_tokens below. Opt-in (ANELM_AMX_BF16=1, amx_bf16_kernel_table), prefill
+// chunks of many tokens run on AMX-BF16 tiles instead (amx_bf16-inl.h, from bf16_min_tokens).
 #if defined(__GNUC__) && !defined(__clang__)  // GCC 12's false "__Y uninitialized" in avx512fintrin.h
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -560,14 +560,16 @@ MatmulFn avx512_fallback() {
   return fn;
 }
 
-template <class U>
+// kBf16: many tokens on the bf16 tiles (amx_bf16_kernel_table, opt-in); otherwise every product
+// is the int8 tiles' exact one.
+template <class U, bool kBf16>
 void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n, float* __restrict y,
             int64_t ldy, int64_t r0, int64_t r1) {
   if (n < min_tokens<U>() || r0 >= r1) {
     avx512_fallback<U>()(w, cols, xf, xq, n, y, ldy, r0, r1);
     return;
   }
-  if (xf != nullptr && n >= bf16_min_tokens<U>() && amx_bf16_usable()) {
+  if (kBf16 && xf != nullptr && n >= bf16_min_tokens<U>()) {
     matmul_bf16<U>(static_cast<const uint8_t*>(w), cols, xf, n, y, ldy, r0, r1);
     _tile_release();
     _mm256_zeroupper();
@@ -642,10 +644,30 @@ void matmul(const void* w, int64_t cols, const float* xf, const void* xq, int n,
   _mm256_zeroupper();  // built with -mno-vzeroupper (GCC would put one next to every tile asm)
 }
 
+// Every block type's matmul of several tokens on the tiles, as `set` instantiates it.
+template <class F>
+void for_each_unpack(F&& set) {
+  set(UnpackQ8_0{});
+  set(UnpackQ4_0{});
+  set(UnpackQ4_1{});
+  set(UnpackQ5_0{});
+  set(UnpackQ5_1{});
+  set(UnpackIQ4_NL{});
+  set(UnpackQ2_K{});
+  set(UnpackQ3_K{});
+  set(UnpackQ45_K<false>{});
+  set(UnpackQ45_K<true>{});
+  set(UnpackQ6_K{});
+  set(UnpackIQ4_XS{});
+}
+
 }  // namespace
 }  // namespace amx_impl
 
 bool amx_usable() {
+#if defined(ANELM_AMX_EMULATED)  // tests/support/amx_on_avx2.h interprets the tile instructions
+  return true;
+#endif
   static const bool usable = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
@@ -662,25 +684,24 @@ const KernelTable& amx_kernel_table() {
   static const KernelTable table = [] {
     KernelTable t = avx512_kernel_table();
     t.isa = Isa::kAmx;
-    auto set = [&t]<class U>(U) {
-      t.matmul[dtype_index(U::kType)] = matmul<U>;
-      t.bf16_min_tokens[dtype_index(U::kType)] = amx_bf16_usable() ? bf16_min_tokens<U>() : 0;
-    };
-    set(UnpackQ8_0{});
-    set(UnpackQ4_0{});
-    set(UnpackQ4_1{});
-    set(UnpackQ5_0{});
-    set(UnpackQ5_1{});
-    set(UnpackIQ4_NL{});
-    set(UnpackQ2_K{});
-    set(UnpackQ3_K{});
-    set(UnpackQ45_K<false>{});
-    set(UnpackQ45_K<true>{});
-    set(UnpackQ6_K{});
-    set(UnpackIQ4_XS{});
+    for_each_unpack([&t]<class U>(U) { t.matmul[dtype_index(U::kType)] = matmul<U, false>; });
     return t;
   }();
   return table;
+}
+
+const KernelTable* amx_bf16_kernel_table() {
+  using namespace amx_impl;
+  if (!amx_usable() || !amx_bf16_usable()) return nullptr;
+  static const KernelTable table = [] {
+    KernelTable t = amx_kernel_table();
+    for_each_unpack([&t]<class U>(U) {
+      t.matmul[dtype_index(U::kType)] = matmul<U, true>;
+      t.bf16_min_tokens[dtype_index(U::kType)] = bf16_min_tokens<U>();
+    });
+    return t;
+  }();
+  return &table;
 }
 
 }  // namespace anelm::engine::kernels

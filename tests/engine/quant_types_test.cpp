@@ -330,13 +330,13 @@ TEST_P(QuantKernelsTest, MatmulManyTokensMatchesReference) {
 // bf16 with round to nearest even (as VCVTNE2PS2BF16).
 float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
 
-// The AMX table's many-token path (float activations given, n >= bf16_min_tokens): products of
+// The opt-in AMX-BF16 table's many-token path (float activations given, n >= bf16_min_tokens): products of
 // bf16-rounded weights and activations summed in fp32, against a double-precision sum of the same
 // rounded products. Token and row counts that leave partial tiles, a row sub-range, and K long
 // enough to be cut into slices (cols 2048 at 300 tokens).
 TEST(AmxBf16, ManyTokenMatmulMatchesBf16Reference) {
-  const KernelTable* amx = kernel_table(Isa::kAmx);
-  if (amx == nullptr || amx->bf16_min_tokens[dtype_index(DType::kQ8_0)] == 0) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  const KernelTable* amx = amx_bf16_table();
+  if (amx == nullptr) GTEST_SKIP() << "no AMX-BF16 on this CPU";
   std::vector<DType> types(std::begin(kNewTypes), std::end(kNewTypes));
   types.insert(types.begin(), {DType::kQ8_0, DType::kQ4_0});
   struct Shape { int64_t rows, cols; int n; };

@@ -43,10 +43,10 @@ struct FastRun {
   std::vector<float> stepwise;     // [n][vocab] token by token
 };
 
-FastRun fast_logits(const ModelConfig& cfg, const ModelWeights& w, const std::vector<int>& ids, kernels::Isa isa,
-                    DType kv_type, int max_batch, int threads, int64_t inline_macs) {
+FastRun fast_logits(const ModelConfig& cfg, const ModelWeights& w, const std::vector<int>& ids,
+                    const kernels::KernelTable& k, DType kv_type, int max_batch, int threads, int64_t inline_macs) {
   ThreadPool pool(threads);
-  Transformer tf(cfg, w, pool, *kernels::kernel_table(isa), inline_macs);
+  Transformer tf(cfg, w, pool, k, inline_macs);
   const int n = static_cast<int>(ids.size());
   KvCache kv(cfg, n, kv_type);
   Activations acts(cfg, max_batch, n, threads);
@@ -90,7 +90,7 @@ void check_against_naive(const ModelConfig& cfg, const ModelWeights& w, const st
         // max_batch 3: several prefill chunks, every kernel through the pool (inline threshold 0);
         // 64: one chunk, small kernels inline on the caller.
         const int64_t inline_macs = max_batch == 3 ? 0 : kDefaultInlineMacs;
-        const FastRun r = fast_logits(cfg, w, ids, isa, kv, max_batch, 2, inline_macs);
+        const FastRun r = fast_logits(cfg, w, ids, *kernels::kernel_table(isa), kv, max_batch, 2, inline_macs);
         for (size_t p = 0; p < ids.size(); ++p) {
           const std::string what = name + " isa=" + kernels::isa_name(isa) + " kv=" + (kv == DType::kF16 ? "f16" : "f32") +
                                    " max_batch=" + std::to_string(max_batch) + " pos=" + std::to_string(p);
@@ -140,12 +140,12 @@ TEST(TransformerVsNaive, SyntheticEveryWeightType) {
   }
 }
 
-// A prompt long enough for the AMX table's bf16 tiles (one chunk of 300 rows, from 256 for these
-// types), where the engine also skips the int8 activations those matrices no longer read. The oracle
-// rounds activations through Q8 and the tiles through bf16, so the logit scale's 2e-2 again.
+// A prompt long enough for the opt-in AMX-BF16 table's tiles (one chunk of 300 rows, from 256 for
+// these types), where the engine also skips the int8 activations those matrices no longer read. The
+// oracle rounds activations through Q8 and the tiles through bf16, so the logit scale's 2e-2 again.
 TEST(TransformerVsNaive, SyntheticLongPromptOnBf16Tiles) {
-  const kernels::KernelTable* amx = kernels::kernel_table(kernels::Isa::kAmx);
-  if (amx == nullptr || amx->bf16_min_tokens[dtype_index(DType::kQ8_0)] == 0) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  const kernels::KernelTable* amx = kernels::amx_bf16_table();
+  if (amx == nullptr) GTEST_SKIP() << "no AMX-BF16 on this CPU";
   std::vector<int> ids(300);
   for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
     ASSERT_LE(amx->bf16_min_tokens[dtype_index(t)], static_cast<int>(ids.size())) << dtype_name(t);
@@ -153,7 +153,7 @@ TEST(TransformerVsNaive, SyntheticLongPromptOnBf16Tiles) {
     m->cfg.max_ctx = static_cast<int>(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(1 + (i * 37) % (m->cfg.vocab_size - 1));
     const auto expected = naive_logits(m->cfg, m->w, ids, true);
-    const FastRun r = fast_logits(m->cfg, m->w, ids, kernels::Isa::kAmx, DType::kF16, 512, 2, kDefaultInlineMacs);
+    const FastRun r = fast_logits(m->cfg, m->w, ids, *amx, DType::kF16, 512, 2, kDefaultInlineMacs);
     for (size_t p = 0; p < ids.size(); p += 23) {
       const float tol = 2e-2f * std::max(1.0f, max_abs(expected[p])) * 5.0f;  // F16 cache, as above
       expect_row_close(std::string(dtype_name(t)) + " pos=" + std::to_string(p) + " prefill vs naive", expected[p].data(),
