@@ -8,7 +8,10 @@
 
 #include "avx512_on_avx2.h"
 
+#include <cmath>
 #include <cstdio>
+
+#include "engine/kernels/fp16.h"
 #include <cstdlib>
 
 namespace anelm_amx_emu {
@@ -88,19 +91,9 @@ inline void dpbssd(int ic, int ia, int ib) {
 inline float bf16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
-  if ((h & 0x7F80) == 0) h &= 0x8000;
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+  return anelm::engine::kernels::bf16_to_float((h & 0x7F80) == 0 ? h & 0x8000 : h);
 }
-inline float flush(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7F800000u) == 0) u &= 0x80000000u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline float flush(float f) { return std::fpclassify(f) == FP_SUBNORMAL ? std::copysign(0.0f, f) : f; }
 inline void dpbf16ps(int ic, int ia, int ib) {
   Tile &c = tile(ic), &a = tile(ia), &b = tile(ib);
   check_shapes(c, a, b);
@@ -119,15 +112,7 @@ inline void dpbf16ps(int ic, int ia, int ib) {
 
 // VCVTNE2PS2BF16: b's 16 values in the low half, a's in the high; nearest-even, denormals to signed
 // zero, NaNs kept quiet.
-inline uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7F800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000);
-  if ((u & 0x7F800000u) == 0x7F800000u) {
-    return static_cast<uint16_t>((u >> 16) | ((u & 0x7FFFFF) ? 0x40 : 0));
-  }
-  return static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
-}
+inline uint16_t to_bf16(float f) { return anelm::engine::kernels::float_to_bf16(flush(f)); }
 inline __m512bh cvtne2ps_pbh(__m512 a, __m512 b) {
   const auto fa = anelm_avx512_emu::lanes<float>(a), fb = anelm_avx512_emu::lanes<float>(b);
   std::array<uint16_t, 32> r;
