@@ -136,7 +136,7 @@ inline __m256i cvtepi32_epi16(__m512i v) {  // vpmovdw truncates
   return anelm_avx512_emu::vec<__m256i>(r);
 }
 inline __m512i cvtepi8_epi32(__m128i v) {
-  return anelm_avx512_emu::join_si(_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+  return anelm_avx512_emu::join<__m512i>(_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
 }
 inline __mmask32 test_epi8_mask(__m256i a, __m256i b) {
   return static_cast<__mmask32>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(a, b), _mm256_setzero_si256())) ^ -1);

@@ -62,20 +62,17 @@ H half(const V& v, int h) {
   std::memcpy(&r, reinterpret_cast<const char*>(&v) + sizeof(H) * h, sizeof(H));
   return r;
 }
-inline __m512 join_ps(__m256 lo, __m256 hi) {
-  std::array<float, 16> a;
-  std::memcpy(a.data(), &lo, 32);
-  std::memcpy(a.data() + 8, &hi, 32);
-  return vec<__m512>(a);
+template <class V, class H>
+V join(const H& lo, const H& hi) {
+  static_assert(sizeof(V) == 2 * sizeof(H));
+  V v;
+  std::memcpy(&v, &lo, sizeof(H));
+  std::memcpy(reinterpret_cast<char*>(&v) + sizeof(H), &hi, sizeof(H));
+  return v;
 }
-inline __m512i join_si(__m256i lo, __m256i hi) {
-  std::array<int32_t, 16> a;
-  std::memcpy(a.data(), &lo, 32);
-  std::memcpy(a.data() + 8, &hi, 32);
-  return vec<__m512i>(a);
-}
+
 inline __m512 cvtph_ps(__m256i h) {
-  return join_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
+  return join<__m512>(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
 }
 template <int kRounding>
 __m256i cvtps_ph(__m512 v) {
@@ -83,13 +80,13 @@ __m256i cvtps_ph(__m512 v) {
 }
 // Rounds as MXCSR says (nearest-even by default), as vcvtps2dq does.
 inline __m512i cvtps_epi32(__m512 v) {
-  return join_si(_mm256_cvtps_epi32(half<__m256>(v, 0)), _mm256_cvtps_epi32(half<__m256>(v, 1)));
+  return join<__m512i>(_mm256_cvtps_epi32(half<__m256>(v, 0)), _mm256_cvtps_epi32(half<__m256>(v, 1)));
 }
 inline __m512 cvtepi32_ps(__m512i v) {
-  return join_ps(_mm256_cvtepi32_ps(half<__m256i>(v, 0)), _mm256_cvtepi32_ps(half<__m256i>(v, 1)));
+  return join<__m512>(_mm256_cvtepi32_ps(half<__m256i>(v, 0)), _mm256_cvtepi32_ps(half<__m256i>(v, 1)));
 }
 inline __m512i cvtepu16_epi32(__m256i v) {
-  return join_si(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)), _mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
+  return join<__m512i>(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)), _mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
 }
 // vpmovdb truncates (keeps the low byte of each lane).
 inline __m128i cvtepi32_epi8(__m512i v) {
@@ -106,16 +103,8 @@ inline __m512i mask_srli_epi16(__m512i src, __mmask32 k, __m512i v, unsigned imm
   }
   return vec<__m512i>(s);
 }
-inline __m512i zextsi128_si512(__m128i v) {
-  std::array<int32_t, 16> a{};
-  std::memcpy(a.data(), &v, 16);
-  return vec<__m512i>(a);
-}
-inline __m512i zextsi256_si512(__m256i v) {
-  std::array<int32_t, 16> a{};
-  std::memcpy(a.data(), &v, 32);
-  return vec<__m512i>(a);
-}
+inline __m512i zextsi256_si512(__m256i v) { return join<__m512i>(v, _mm256_setzero_si256()); }
+inline __m512i zextsi128_si512(__m128i v) { return zextsi256_si512(_mm256_zextsi128_si256(v)); }
 inline int reduce_add_epi32(__m512i v) {
   uint32_t s = 0;  // wraps as the vector adds do
   for (int32_t x : lanes<int32_t>(v)) s += static_cast<uint32_t>(x);
