@@ -114,6 +114,72 @@ size_t partial_sort_best(std::vector<std::pair<float, int>>& cand, size_t k) {
   return k;
 }
 
+constexpr size_t kInfillCandidates = 256;  // the merge is quadratic: bound it
+
+// llama.cpp's infill filter (see sample()) over cand[0, n) holding weights exp(logit - max): keeps
+// the survivors (with their own weights) at the front and returns how many.
+size_t apply_infill(SampleScratch& s, size_t n, const InfillVocab& v) {
+  auto& c = s.cand;
+  const size_t k = std::min(n, kInfillCandidates);  // best first, as its softmax sorts
+  std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.begin() + static_cast<std::ptrdiff_t>(n), better);
+  n = k;
+  const auto eog = [&](int id) { return static_cast<size_t>(id) < v.eog.size() && v.eog[static_cast<size_t>(id)]; };
+  const auto piece = [&](int id) -> const std::string& {
+    static const std::string none;
+    return static_cast<size_t>(id) < v.pieces.size() ? v.pieces[static_cast<size_t>(id)] : none;
+  };
+  double total = 0.0;
+  for (size_t i = 0; i < n; ++i) total += c[i].first;
+  s.p.resize(n);
+  double p_txt = 0.0, p_eog = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    s.p[i] = static_cast<float>(c[i].first / total);
+    (eog(c[i].second) ? p_eog : p_txt) += s.p[i];
+  }
+  // Keeps the candidates `keep` accepts, compacting weights and probabilities together.
+  auto filter = [&](auto keep) {
+    size_t w = 0;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; ++i)
+      if (keep(i)) {
+        c[w] = c[i];
+        s.p[w] = s.p[i];
+        sum += s.p[w++];
+      }
+    for (size_t i = 0; i < w; ++i) s.p[i] = static_cast<float>(s.p[i] / sum);
+    n = w;
+  };
+  if (3.0 * p_eog * static_cast<double>(n) > p_txt) {  // ending is likely enough: only the ends stay
+    filter([&](size_t i) { return eog(c[i].second); });
+    return n;
+  }
+  // A token whose text starts another's: the likelier of the two takes both masses (p < 0: gone).
+  for (size_t i0 = 0; i0 < n; ++i0) {
+    for (size_t i1 = 0; i1 < n && s.p[i0] >= 0.0f; ++i1) {
+      if (i0 == i1 || s.p[i1] < 0.0f) continue;
+      const std::string& a = piece(c[i0].second);
+      const std::string& b = piece(c[i1].second);
+      if (a.empty() || a.size() > b.size() || b.compare(0, a.size(), a) != 0) continue;
+      const size_t dst = s.p[i1] > s.p[i0] ? i1 : i0, src = dst == i0 ? i1 : i0;
+      s.p[dst] += s.p[src];
+      s.p[src] = -1.0f;
+    }
+  }
+  size_t texts = 0;
+  filter([&](size_t i) {
+    const bool keep = s.p[i] >= 0.0f && (s.p[i] >= 0.2f || eog(c[i].second));
+    texts += keep && !eog(c[i].second);
+    return keep;
+  });
+  if (texts == 0) {  // nothing but ends: end_id
+    c[0] = {1.0f, v.end_id};
+    return 1;
+  }
+  const float thold = 1.0f / static_cast<float>(texts + 1);
+  filter([&](size_t i) { return s.p[i] >= thold || eog(c[i].second); });
+  return n;
+}
+
 }  // namespace
 
 float token_logprob(std::span<const float> logits, int id) {
@@ -152,12 +218,15 @@ int sample(std::span<const float> logits, const SamplingParams& p, std::span<con
     if (penalties) apply_penalties(s.logits, p, history, s.window);
     l = s.logits;
   }
-  if (p.temperature <= 0.0f) return argmax(l);
+  // Greedy: the argmax, which every filter keeps, except infill's when the temperature comes last
+  // (then the best survivor, as llama.cpp's last temperature <= 0 keeps only the top logit).
+  const bool greedy = p.temperature <= 0.0f;
+  if (greedy && !(p.infill && p.temperature_last)) return argmax(l);
 
-  // Candidates as (logit / T, id).
+  // Candidates as (logit / T, id), untempered when the temperature comes last.
   const size_t vocab = l.size();
   s.cand.resize(vocab);
-  const float inv_t = 1.0f / p.temperature;
+  const float inv_t = p.temperature_last ? 1.0f : 1.0f / p.temperature;
   for (size_t i = 0; i < vocab; ++i) s.cand[i] = {l[i] * inv_t, static_cast<int>(i)};
 
   size_t n = vocab;
@@ -213,6 +282,17 @@ int sample(std::span<const float> logits, const SamplingParams& p, std::span<con
       if (s.cand[i].first >= p.min_p) s.cand[w++] = s.cand[i];
     }
     n = std::max<size_t>(w, 1);
+  }
+  if (p.infill) n = apply_infill(s, n, *p.infill);
+  if (greedy) return s.cand[0].second;  // the infill filter leaves the survivors best first
+  if (p.infill || (p.temperature_last && p.temperature != 1.0f)) {
+    // exp((logit - max) / T) relative to the best survivor: the infill filter may have dropped the
+    // max, leaving weights far below 1.
+    float best = 0.0f;
+    for (size_t i = 0; i < n; ++i) best = std::max(best, s.cand[i].first);
+    const float t_inv = p.temperature_last ? 1.0f / p.temperature : 1.0f;
+    if (best > 0.0f)
+      for (size_t i = 0; i < n; ++i) s.cand[i].first = std::pow(s.cand[i].first / best, t_inv);
   }
   total = 0.0;
   for (size_t i = 0; i < n; ++i) total += s.cand[i].first;

@@ -2,11 +2,21 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace anelm::engine {
+
+// What llama.cpp's "infill" sampler reads of the vocabulary (code completion): each token's text,
+// which tokens end the generation, and the one token to emit when only those are left.
+struct InfillVocab {
+  std::vector<std::string> pieces;  // id -> text; "" for control tokens
+  std::vector<char> eog;            // id -> 1 when it ends the generation
+  int end_id = -1;                  // EOT, else EOS
+};
 
 struct SamplingParams {
   float temperature = 1.0f;         // <= 0: greedy (argmax, ties to the lowest id)
@@ -21,6 +31,11 @@ struct SamplingParams {
   // OpenAI logit_bias: (token id, bias) added to the logit before everything else (greedy too);
   // a bias <= -100 bans the token outright. Ids outside the vocabulary are skipped.
   std::vector<std::pair<int, float>> logit_bias;
+  // llama.cpp's chain order (its /completion and /infill): the filters see the untempered
+  // distribution and the temperature applies to what survives them. false: temperature first.
+  bool temperature_last = false;
+  // llama.cpp's "infill" filter after top-k/top-p/min-p (set: on); see sample().
+  std::shared_ptr<const InfillVocab> infill;
 };
 
 // Deterministic 64-bit generator (splitmix64 seeding, xoshiro256**), owned by one sequence.
@@ -40,13 +55,20 @@ struct SampleScratch {
   std::vector<float> logits;                // penalised / scaled copy of the logits
   std::vector<std::pair<float, int>> cand;  // surviving candidates (logit or prob, id)
   std::vector<int> window;                  // sorted copy of the penalty window
+  std::vector<float> p;                     // the infill filter's probabilities
 };
 
 // Picks the next token id. Order: logit_bias, then penalties over the last penalty_last_n history ids (repetition as
 // llama.cpp: logit > 0 ? logit / pen : logit * pen; then OpenAI presence/frequency: logit -= count *
 // frequency + (count > 0) * presence), then temperature (<= 0: argmax, ties to the lowest id), then
-// top-k, top-p (smallest prefix with cumulative p >= top_p), min-p (p >= min_p * p_max), then one
-// draw from the renormalised distribution. penalty_last_n: 0 disables penalties, < 0 means the whole
+// top-k, top-p (smallest prefix with cumulative p >= top_p), min-p (p >= min_p * p_max), then the
+// infill filter, then one draw from the renormalised distribution (temperature_last: the temperature
+// moves to just before the draw). The infill filter is llama.cpp's, over the n best candidates
+// (at most 256: its merge is quadratic): when 3 n p(end-of-generation) > p(text), only the
+// end-of-generation tokens stay; otherwise of two tokens where one's text starts the other's, the
+// likelier takes both masses, then text tokens under p 0.2 and then under 1 / (texts kept + 1) go,
+// and with no text token left, end_id alone. It decides who survives; the draw weighs survivors by
+// their own logits, as llama.cpp's does. penalty_last_n: 0 disables penalties, < 0 means the whole
 // history. Pure: depends only on its arguments (and advances rng once when drawing).
 int sample(std::span<const float> logits, const SamplingParams& params, std::span<const int> history,
            Rng& rng, SampleScratch& scratch);

@@ -57,12 +57,20 @@ struct OutputDelta {
 
 // One finished choice.
 struct ChoiceOutput {
+  // What this choice used (llama.cpp's /completion reports it per result).
+  struct Stats {
+    int prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    double prompt_ms = 0, predicted_ms = 0;
+  };
   std::string content;
   std::string reasoning;
   std::vector<ToolCallOut> tool_calls;
   std::string finish_reason;
   std::string stop_sequence;  // the stop string that ended it (empty: none); Anthropic reports it
   std::vector<TokenLogprob> logprobs;
+  bool limited = false;       // a line limit (n_indent, t_max_predict_ms) ended it
+  Stats stats;
+  std::vector<int> token_ids;  // the tokens it generated
 };
 
 // One API's wire form of an answer (OpenAI completions / chat, Responses, Anthropic Messages): all of

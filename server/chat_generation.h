@@ -21,6 +21,12 @@ struct ChatPromptTokens {
 
 ChatPromptTokens tokenize_chat_prompt(ServerContext& ctx, const ChatRequest& r);
 
+// The generation for a plain-text prompt (completions, llama.cpp's /completion and /infill): the
+// shared fields, limits for the prompt (`default_max` < 0: up to the context end; `prompt_param`
+// names the prompt in errors), and the grammar / json_schema constraint.
+PreparedGeneration prepare_text_generation(ServerContext& ctx, const GenerationFields& f, std::vector<int> prompt,
+                                           int default_max, const char* prompt_param, const HttpRequest& req);
+
 // The generation for a validated chat request: prompt, sampling, output constraint and parser.
 PreparedGeneration prepare_chat_generation(ServerContext& ctx, const ChatRequest& r, const HttpRequest& req);
 

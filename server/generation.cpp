@@ -1,6 +1,7 @@
 // Drives one generation from the HTTP side: admission, event collection, text assembly, output.
 #include "server/generation.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "server/api_error.h"
@@ -14,20 +15,57 @@ using Clock = std::chrono::steady_clock;
 
 TextAssembler::TextAssembler(const tok::Tokenizer& tokenizer, const std::vector<int>& context,
                              std::vector<std::string> stops, std::unique_ptr<OutputParser> calls,
-                             std::vector<int> keep)
+                             std::vector<int> keep, LineLimits limits)
     : decoder_(tokenizer, context, /*skip_special=*/true, std::move(keep)),
       stop_(std::move(stops)),
-      calls_(std::move(calls)) {}
+      calls_(std::move(calls)),
+      limits_(limits) {}
 
 std::string TextAssembler::push(int id) {
-  if (stop_.stopped()) return {};
-  return match_stops(decoder_.push(id));
+  if (stopped()) return {};
+  if (first_token_ == Clock::time_point{}) first_token_ = Clock::now();
+  return apply_limits(match_stops(decoder_.push(id)));
 }
 
 std::string TextAssembler::finish() {
-  if (stop_.stopped()) return {};
-  std::string out = match_stops(decoder_.flush());
-  return out + stop_.flush();
+  if (stopped()) return {};
+  std::string out = apply_limits(match_stops(decoder_.flush()) + stop_.flush());
+  if (!limited_) out += indent_;  // a last line of indentation only
+  indent_.clear();
+  return out;
+}
+
+// n_indent holds a new line's indentation back until its first other character decides; the time
+// limit is checked at each newline. Both as llama.cpp's server (see LineLimits).
+std::string TextAssembler::apply_limits(std::string_view text) {
+  if (!limits_.any() || limited_) return std::string(text);
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (at_line_start_) {
+      if (c == ' ' || c == '\t') {
+        indent_ += c;
+        continue;
+      }
+      at_line_start_ = false;
+      out += indent_;
+      const bool shallow = static_cast<int>(indent_.size()) < limits_.n_indent;
+      indent_.clear();
+      if (shallow) {
+        limited_ = true;
+        return out;
+      }
+    }
+    out += c;
+    if (c != '\n') continue;
+    at_line_start_ = limits_.n_indent > 0;
+    if (limits_.t_max_predict_ms > 0 &&
+        Clock::now() - first_token_ > std::chrono::milliseconds(limits_.t_max_predict_ms)) {
+      limited_ = true;
+      return out;
+    }
+  }
+  return out;
 }
 
 // Stop strings over the runs of text outside tool calls; the runs inside pass unmatched. A byte
@@ -79,7 +117,7 @@ struct ChoiceState {
   ChoiceState(const tok::Tokenizer& t, const PreparedGeneration& g, int index)
       : tok(t), text(t, choice_prompt(g, index), g.stop_scope == StopScope::kNowhere ? std::vector<std::string>{} : g.stop,
                      g.stop_scope == StopScope::kOutsideToolCalls && g.make_parser && !g.stop.empty()
-                         ? g.make_parser() : nullptr, g.keep_special),
+                         ? g.make_parser() : nullptr, g.keep_special, g.line_limits),
         parser(g.make_parser ? g.make_parser() : make_plain_parser()),
         want_lp(g.request.top_logprobs > 0 || g.want_logprobs), offset(static_cast<int>(choice_echo(g, index).size())),
         arrived(g.arrived) {}
@@ -114,9 +152,12 @@ struct ChoiceState {
   ChoiceOutput output(const engine::GenerateResult& r) {
     ChoiceOutput o;
     parser->result(o);
-    o.finish_reason = openai_finish_reason(r.finish, text.stopped(), !o.tool_calls.empty());
+    o.limited = text.limited();
+    o.finish_reason = o.limited ? "length" : openai_finish_reason(r.finish, text.stopped(), !o.tool_calls.empty());
     if (text.stopped()) o.stop_sequence = text.matched_stop();
     o.logprobs = std::move(lps);
+    o.stats = {r.prompt_tokens, r.cached_tokens, completion_tokens(r), r.prefill_ms, r.decode_ms};
+    o.token_ids.assign(r.ids.begin(), r.ids.begin() + std::min<std::ptrdiff_t>(o.stats.completion_tokens, std::ssize(r.ids)));
     return o;
   }
   int completion_tokens(const engine::GenerateResult& r) const {

@@ -27,6 +27,16 @@ enum class StopScope {
   kNowhere,           // the whole reply is constrained (response_format json, forced tool calls)
 };
 
+// llama.cpp's limits for code completion, in emitted text. n_indent > 0: a line after the first
+// whose first character other than space or tab comes before column n_indent ends the output there
+// (its indentation kept, as llama.cpp keeps it). t_max_predict_ms > 0: the output ends after a
+// newline once that long has passed since the first token.
+struct LineLimits {
+  int n_indent = 0;
+  int t_max_predict_ms = 0;
+  bool any() const { return n_indent > 0 || t_max_predict_ms > 0; }
+};
+
 struct PreparedGeneration {
   engine::GenerateRequest request;     // prompt ids, max_tokens, sampling, top_logprobs
   int n = 1;                           // independent choices: choice i samples with seed + i
@@ -36,6 +46,7 @@ struct PreparedGeneration {
   std::vector<std::string> stop;       // stop strings
   std::vector<int> keep_special;       // control tokens emitted as text: the chat markers parsed
   StopScope stop_scope = StopScope::kEverywhere;
+  LineLimits line_limits;
   bool stream = false;
   bool include_usage = false;
   bool want_logprobs = false;          // return per-token logprobs
@@ -58,21 +69,29 @@ class TextAssembler {
   // `calls`: when set, stop strings apply only outside tool calls; this parser (a second instance of
   // the choice's output parser, fed the text before the stop strings see it) tells where they are.
   // `keep`: special ids emitted as text (ModelRuntime::preserved_tokens).
+  // `limits`: applied after the stop strings.
   TextAssembler(const tok::Tokenizer& tokenizer, const std::vector<int>& context,
                 std::vector<std::string> stops, std::unique_ptr<OutputParser> calls = nullptr,
-                std::vector<int> keep = {});
+                std::vector<int> keep = {}, LineLimits limits = {});
   std::string push(int id);   // text safe to emit after this token
-  std::string finish();       // the held-back remainder at the end (nothing after a stop string)
-  bool stopped() const { return stop_.stopped(); }
+  std::string finish();       // the held-back remainder at the end (nothing after a stop)
+  bool stopped() const { return stop_.stopped() || limited_; }
+  bool limited() const { return limited_; }  // a line limit ended the output
   const std::string& matched_stop() const { return stop_.matched(); }  // empty until stopped
 
  private:
   std::string match_stops(std::string_view text);
+  std::string apply_limits(std::string_view text);
 
   tok::StreamDecoder decoder_;
   StopMatcher stop_;
   std::unique_ptr<OutputParser> calls_;
   bool in_call_ = false;
+  LineLimits limits_;
+  bool limited_ = false;
+  bool at_line_start_ = false;    // n_indent: inside a new line's indentation, held back in `indent_`
+  std::string indent_;
+  std::chrono::steady_clock::time_point first_token_{};
 };
 
 // Validates the request with the engine (400, context_length_exceeded), submits one job per choice

@@ -90,6 +90,8 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
   d.fim_pre_id = read_id(g, "tokenizer.ggml.fim_pre_token_id", read_id(g, "tokenizer.ggml.prefix_token_id", -1));
   d.fim_suf_id = read_id(g, "tokenizer.ggml.fim_suf_token_id", read_id(g, "tokenizer.ggml.suffix_token_id", -1));
   d.fim_mid_id = read_id(g, "tokenizer.ggml.fim_mid_token_id", read_id(g, "tokenizer.ggml.middle_token_id", -1));
+  d.fim_rep_id = read_id(g, "tokenizer.ggml.fim_rep_token_id", -1);
+  d.fim_sep_id = read_id(g, "tokenizer.ggml.fim_sep_token_id", -1);
   if (const auto v = g.find_bool("tokenizer.ggml.add_bos_token")) d.add_bos = *v;
   if (const auto v = g.find_bool("tokenizer.ggml.add_eos_token")) d.add_eos = *v;
   if (const auto v = g.find_bool("tokenizer.ggml.add_space_prefix")) d.add_space_prefix = *v;
@@ -97,7 +99,8 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                           "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
                           "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id",
-                          "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.prefix_token_id",
+                          "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.fim_rep_token_id",
+                          "tokenizer.ggml.fim_sep_token_id", "tokenizer.ggml.prefix_token_id",
                           "tokenizer.ggml.suffix_token_id", "tokenizer.ggml.middle_token_id"}) {
     const int id = read_id(g, key, -1);
     if (id >= static_cast<int>(n)) fail(g, key, "= " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(n) + " tokens)");

@@ -185,6 +185,15 @@ HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
   return run_generation(ctx, std::move(g), make_completion_serializer(std::move(meta)));
 }
 
+PreparedGeneration prepare_text_generation(ServerContext& ctx, const GenerationFields& f, std::vector<int> prompt,
+                                           int default_max, const char* prompt_param, const HttpRequest& req) {
+  PreparedGeneration g = prepare(ctx, f, std::move(prompt), default_max, prompt_param);
+  g.client_gone = req.client_gone;
+  constrain(ctx, g, f, ChatShape{});
+  g.log = req.log;
+  return g;
+}
+
 ChatPromptTokens tokenize_chat_prompt(ServerContext& ctx, const ChatRequest& r) {
   const tok::Tokenizer& tk = ctx.tokenizer();
   ChatPromptTokens p{render_chat(ctx, r), {}};

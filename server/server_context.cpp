@@ -1,6 +1,8 @@
 // Server lifecycle state and the model runtime shared by all handlers.
 #include "server/server_context.h"
 
+#include "server/fim_prompt.h"
+
 #include <spdlog/spdlog.h>
 
 namespace anelm::server {
@@ -34,6 +36,7 @@ void ServerContext::set_ready(ModelRuntime rt) {
   for (int id : rt_.preserved_tokens)
     spdlog::info("control token {} '{}' is a chat marker: kept as text in outputs", id, rt_.tokenizer->token_bytes(id));
   if (!rt_.constraint_vocab) rt_.constraint_vocab = ConstraintVocab::build(*rt_.tokenizer, rt_.preserved_tokens);
+  if (!rt_.infill_vocab) rt_.infill_vocab = build_infill_vocab(*rt_.tokenizer);
   n_ctx_ = rt_.engine->ctx();
   stats_ = rt_.engine->stats();
   worker_ = std::make_unique<EngineWorker>(*rt_.engine, opts_.max_queue, &metrics_);

@@ -27,6 +27,8 @@ struct ModelRuntime {
   std::string model_id;
   std::shared_ptr<const ChatPrompt> chat;  // null: the model's own template (ChatPrompt::for_model)
   std::shared_ptr<const ConstraintVocab> constraint_vocab;  // null: built from the tokenizer
+  // The "infill" sampler's view of a vocabulary with FIM markers (set_ready); null otherwise.
+  std::shared_ptr<const engine::InfillVocab> infill_vocab;
   std::vector<int> preserved_tokens;      // the chat markers kept as text (set_ready: preserved_token_ids)
   std::string preset;                     // model preset name ("" for none)
   engine::SamplingParams sampling;        // defaults for fields a request leaves out (from the preset)

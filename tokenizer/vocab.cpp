@@ -31,6 +31,10 @@ constexpr std::array<std::string_view, 8> kFimSufTexts = {"<|fim_suffix|>", "<fi
 constexpr std::array<std::string_view, 8> kFimMidTexts = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>",
                                                           "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"};
 
+constexpr std::array<std::string_view, 5> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
+                                                          "<reponame>"};
+constexpr std::array<std::string_view, 1> kFimSepTexts = {"<|file_sep|>"};
+
 bool is_byte_token(const std::string& t) {
   return t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(t[3]) &&
          std::isxdigit(t[4]);
@@ -77,6 +81,8 @@ void finalize_vocab(VocabData& d) {
   check_id(d, d.fim_pre_id, "fim_pre_id");
   check_id(d, d.fim_suf_id, "fim_suf_id");
   check_id(d, d.fim_mid_id, "fim_mid_id");
+  check_id(d, d.fim_rep_id, "fim_rep_id");
+  check_id(d, d.fim_sep_id, "fim_sep_id");
 
   auto find_text = [&](std::string_view t) {
     for (int i = n - 1; i >= 0; --i) {  // added tokens sit at the end of the vocabulary
@@ -92,13 +98,17 @@ void finalize_vocab(VocabData& d) {
       }
     }
   }
-  for (auto [id, texts] : {std::pair{&d.fim_pre_id, &kFimPreTexts}, std::pair{&d.fim_suf_id, &kFimSufTexts},
-                           std::pair{&d.fim_mid_id, &kFimMidTexts}}) {
-    for (auto t : *texts) {
-      if (*id >= 0) break;
-      *id = find_text(t);
+  auto first_of = [&](int& id, const auto& texts) {
+    for (auto t : texts) {
+      if (id >= 0) break;
+      id = find_text(t);
     }
-  }
+  };
+  first_of(d.fim_pre_id, kFimPreTexts);
+  first_of(d.fim_suf_id, kFimSufTexts);
+  first_of(d.fim_mid_id, kFimMidTexts);
+  first_of(d.fim_rep_id, kFimRepTexts);
+  first_of(d.fim_sep_id, kFimSepTexts);
   std::vector<int> eog = d.eog_ids;
   for (int id : eog) check_id(d, id, "eog id");
   auto add_eog = [&](std::string_view t) {

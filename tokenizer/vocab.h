@@ -32,6 +32,8 @@ struct VocabData {
   int bos_id = -1, eos_id = -1, eot_id = -1, unk_id = -1, pad_id = -1;
   // Fill-in-the-middle markers (prefix, suffix, middle): GGUF keys, else found by their text.
   int fim_pre_id = -1, fim_suf_id = -1, fim_mid_id = -1;
+  // Repository-level FIM (Qwen2.5-Coder's <|repo_name|>, <|file_sep|>): the repository and file markers.
+  int fim_rep_id = -1, fim_sep_id = -1;
   bool add_bos = false;                   // the model's rule for raw prompts
   bool add_eos = false;                   // append EOS to inputs (embedding models: Qwen3-Embedding)
   bool add_space_prefix = true;           // SPM: prepend "▁" to the text (llama)
@@ -50,7 +52,7 @@ struct VocabData {
 //  - tokens named like end-of-turn markers (<|im_end|>, <|endoftext|>, <|eot_id|>, <|end|>, ...)
 //    become kControl, eot_id is filled from them when unset, and eog_ids = eos, eot and those
 //    tokens (llama.cpp's text-based EOG list), sorted and unique;
-//  - unset fim_*_id from the markers' texts (<|fim_prefix|>, <fim_prefix>, ▁<PRE>, ...), as llama.cpp.
+//  - unset fim_*_id from the markers' texts (<|fim_prefix|>, <fim_prefix>, ▁<PRE>, <|repo_name|>, ...), as llama.cpp.
 // Throws std::invalid_argument (naming data.source) for ids out of range.
 void finalize_vocab(VocabData& data);
 

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -163,6 +165,109 @@ TEST(Sampler, DistributionMatchesSoftmax) {
       EXPECT_NEAR(f, expected[i], 4 * std::sqrt(expected[i] * (1 - expected[i]) / n) + 1e-4) << "id " << i;
     }
   }
+}
+
+// Frequencies of `draws` samples against `want` (id -> probability; ids not listed: never drawn).
+void expect_frequencies(const std::vector<float>& logits, const SamplingParams& p, const std::map<int, double>& want,
+                        int draws = 100000) {
+  Rng rng(77);
+  std::map<int, int> counts;
+  for (int i = 0; i < draws; ++i) counts[sample(logits, p, {}, rng)]++;
+  for (const auto& [id, c] : counts) EXPECT_TRUE(want.count(id)) << "id " << id << " drawn " << c << " times";
+  for (const auto& [id, q] : want) {
+    const double f = static_cast<double>(counts[id]) / draws;
+    EXPECT_NEAR(f, q, 4 * std::sqrt(q * (1 - q) / draws) + 1e-4) << "id " << id;
+  }
+}
+
+TEST(Sampler, TemperatureLastFiltersTheUntemperedDistribution) {
+  // softmax(2, 1, 0) = .665, .245, .090: top_p 0.7 keeps ids 0 and 1; at T = 0.25 they weigh e^8 : e^4.
+  const std::vector<float> l = {2.0f, 1.0f, 0.0f};
+  SamplingParams p;
+  p.temperature = 0.25f;
+  p.top_p = 0.7f;
+  const double p1 = 1.0 / (1.0 + std::exp(4.0));
+  p.temperature_last = true;
+  expect_frequencies(l, p, {{0, 1 - p1}, {1, p1}});
+  p.temperature_last = false;  // tempered first: .982 for id 0 alone passes top_p
+  expect_frequencies(l, p, {{0, 1.0}});
+  // min_p the same way: 0.3 of the best keeps id 1 (.37 of it) untempered, and drops it tempered.
+  p.top_p = 1.0f;
+  p.min_p = 0.3f;
+  p.temperature_last = true;
+  expect_frequencies(l, p, {{0, 1 - p1}, {1, p1}});
+}
+
+// A vocabulary for the infill filter: text pieces, two end-of-generation control tokens, end_id 7.
+std::shared_ptr<const InfillVocab> infill_vocab() {
+  auto v = std::make_shared<InfillVocab>();
+  v->pieces = {"a", "ab", "b", "", "c", "d", "", "", "e"};
+  v->eog = {0, 0, 0, 1, 0, 0, 1, 1, 0};
+  v->end_id = 7;
+  return v;
+}
+
+std::vector<float> log_probs(const std::vector<double>& p) {
+  std::vector<float> l;
+  for (double x : p) l.push_back(x > 0 ? static_cast<float>(std::log(x)) : -1e9f);
+  return l;
+}
+
+TEST(Sampler, InfillMergesPrefixesAndDrawsSurvivorsByTheirOwnLogits) {
+  // top_k 4: a .30, ab .25, b .40, end 3 .05 (3 * .05 * 4 < .95); "a" starts "ab" and takes its
+  // mass (.55); .2 and then 1/3 keep a and b; the end stays. The draw weighs them .30, .40, .05.
+  SamplingParams p;
+  p.infill = infill_vocab();
+  p.top_k = 4;
+  const std::vector<float> l = log_probs({.30, .25, .40, .05, 0, 0, 0, 0, 0});
+  expect_frequencies(l, p, {{0, .30 / .75}, {2, .40 / .75}, {3, .05 / .75}});
+  // Greedy with the temperature last: the best survivor.
+  p.temperature = 0.0f;
+  p.temperature_last = true;
+  expect_frequencies(l, p, {{2, 1.0}}, 10);
+}
+
+TEST(Sampler, InfillKeepsOnlyTheEndsWhenTheyAreLikelyEnough) {
+  // a .5, ends .3 and .2: 3 * 3 * .5 > .5, so only the ends stay, drawn .6 : .4.
+  SamplingParams p;
+  p.infill = infill_vocab();
+  const std::vector<float> l = log_probs({.5, 0, 0, .3, 0, 0, .2, 0, 0});
+  expect_frequencies(l, p, {{3, .6}, {6, .4}});
+  p.temperature = 0.0f;  // greedy takes the likelier end, not the argmax "a"
+  p.temperature_last = true;
+  expect_frequencies(l, p, {{3, 1.0}}, 10);
+  p.temperature_last = false;  // tempered first, greedy is the argmax (llama.cpp's temp_ext keeps only it)
+  expect_frequencies(l, p, {{0, 1.0}}, 10);
+}
+
+TEST(Sampler, InfillEndsWithEndIdWhenNoTextTokenIsLikelyEnough) {
+  // Five text tokens at .198 and an end at .01 (3 * .01 * 9 < .99): none reaches .2, so end_id.
+  SamplingParams p;
+  p.infill = infill_vocab();
+  expect_frequencies(log_probs({.198, 0, .198, .01, .198, .198, 0, 0, .198}), p, {{7, 1.0}}, 100);
+  // top_k 3 first: a, ab, b (.31, .31, .38); "a" takes "ab"'s mass, both a and b pass .2 and 1/3,
+  // and are drawn by their own weights; the end is not among the three.
+  p.top_k = 3;
+  expect_frequencies(log_probs({.2, .2, .25, .01, 0, 0, 0, 0, 0}), p, {{0, .2 / .45}, {2, .25 / .45}});
+}
+
+TEST(Sampler, InfillLooksAtTheBestCandidatesOfALargeVocabulary) {
+  // 100k candidates with no top-k: the quadratic merge sees the best 256 only, and still follows
+  // its rules there (no text token reaches .2 of them: end_id).
+  auto v = std::make_shared<InfillVocab>();
+  const int n = 100000;
+  v->pieces.resize(n);
+  v->eog.assign(n, 0);
+  for (int i = 0; i < n; ++i) v->pieces[static_cast<size_t>(i)] = "t" + std::to_string(1000000 + i);  // none starts another
+  v->pieces[0] = "";
+  v->eog[0] = 1;
+  v->end_id = 0;
+  std::vector<float> l(n, 0.0f);
+  l[0] = -10.0f;
+  SamplingParams p;
+  p.infill = v;
+  Rng rng(1);
+  EXPECT_EQ(sample(l, p, {}, rng), 0);
 }
 
 TEST(Sampler, LargeVocabTopPUsesExactMass) {

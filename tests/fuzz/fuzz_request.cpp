@@ -1,4 +1,5 @@
-// libFuzzer target: the OpenAI request parsers (chat, completion, Responses, tokenize, detokenize). Only
+// libFuzzer target: the request parsers (OpenAI chat and completion, Responses, Anthropic Messages,
+// llama.cpp's /completion and /infill, tokenize, detokenize). Only
 // ApiError may escape them; what they return must serialise again.
 #include <cstdint>
 #include <string_view>
@@ -6,6 +7,7 @@
 #include "server/api_error.h"
 #include "server/anthropic_api.h"
 #include "server/api_request.h"
+#include "server/llamacpp_api.h"
 #include "server/responses_api.h"
 
 using namespace anelm::server;
@@ -34,6 +36,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)r.chat.tools.dump();
     (void)merge_system_messages(r.chat.messages).dump();
   } catch (const ApiError&) {}
+  for (bool infill : {false, true}) {  // llama.cpp's own API
+    try {
+      const LlamaCppRequest r = parse_llamacpp_request(body, {}, infill);
+      (void)r.prompt.dump();
+      (void)llamacpp_generation_settings(r, r.gen.sampling, 1).dump();
+    } catch (const ApiError&) {}
+  }
   try {
     (void)parse_tokenize_request(body);
   } catch (const ApiError&) {}

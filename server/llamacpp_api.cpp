@@ -1,0 +1,402 @@
+// llama-server's /completion and /infill: request fields into the shared generation fields, and
+// results in its shape (field names and order as its server writes them).
+#include "server/llamacpp_api.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "server/api_error.h"
+#include "server/json_body.h"
+#include "server/json_fields.h"
+#include "server/sse.h"
+
+namespace anelm::server {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int kMaxRequestDepth = 64;
+constexpr int kMaxTokensCap = 1 << 20;
+constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxStopBytes = 256;
+constexpr int kMaxChoices = 16;
+constexpr size_t kMaxChunks = 256;        // input_extra entries
+constexpr size_t kMaxResponseFields = 64;
+constexpr size_t kMaxPromptItems = 1 << 20;
+constexpr size_t kMaxGrammarBytes = 64 * 1024;
+
+// llama.cpp's chain when a request names none (common_params_sampling::samplers).
+const std::vector<std::string> kDefaultSamplers = {"penalties", "dry", "top_n_sigma", "top_k", "typ_p",
+                                                   "top_p", "min_p", "xtc", "temperature"};
+
+// Fields with no meaning here: accepted, logged at debug level. t_max_prompt_ms and n_keep are
+// no-ops in llama.cpp too (unimplemented there; no context shifting here).
+constexpr const char* kIgnored[] = {
+    "id_slot", "cache_prompt", "t_max_prompt_ms", "n_keep", "n_discard", "n_cache_reuse", "timings_per_token",
+    "return_progress", "verbose", "min_keep", "post_sampling_probs", "penalize_nl", "model", "sse_ping_interval",
+    "backend_sampling", "xtc_threshold", "mirostat_tau", "mirostat_eta", "dynatemp_exponent", "dry_base",
+    "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "adaptive_target", "adaptive_decay",
+    "grammar_lazy", "grammar_triggers", "preserved_tokens"};
+
+// Fields read below.
+constexpr const char* kRead[] = {
+    "prompt", "input_prefix", "input_suffix", "input_extra", "n_predict", "max_tokens", "max_completion_tokens",
+    "temperature", "top_k", "top_p", "min_p", "typical_p", "top_n_sigma", "xtc_probability", "dynatemp_range",
+    "mirostat", "dry_multiplier", "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty",
+    "seed", "stop", "stream", "n_cmpl", "n", "grammar", "json_schema", "logit_bias", "ignore_eos", "n_probs",
+    "samplers", "lora", "return_tokens", "n_indent", "t_max_predict_ms", "response_fields", "stream_options"};
+
+bool in(const auto& names, const std::string& key) {
+  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return key == n; });
+}
+
+// A sampler that only the default "off" value of its parameter lets through.
+void require_off(const json& j, const char* key, double off, const std::string& what) {
+  if (auto v = get_number(j, key, -1e9, 1e9); v && *v != off)
+    throw invalid_field(key, std::string(key) + " (" + what + ") is not supported by this server; leave it at " +
+                                 (off == 0 ? "0" : off == 1 ? "1" : std::to_string(off)));
+}
+
+// A prompt in llama.cpp's forms: a string, or an array of token ids and strings. Several prompts
+// (an array of strings or arrays) are for /v1/completions.
+json prompt_value(const json& v, const char* key) {
+  if (v.is_string()) return v;
+  const std::string what = std::string(key) + " must be a string, or an array of token ids and strings";
+  if (!v.is_array() || v.size() > kMaxPromptItems) throw invalid_field(key, what);
+  bool ids = false, texts = false;
+  for (const json& e : v) {
+    if (e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() <= std::numeric_limits<int>::max()) ids = true;
+    else if (e.is_string()) texts = true;
+    else throw invalid_field(key, what + " (several prompts at once: use /v1/completions)");
+  }
+  if (texts && !ids && v.size() > 1)
+    throw invalid_field(key, std::string(key) + ": several prompts at once are not supported here; use /v1/completions");
+  return v;
+}
+
+std::vector<std::string> parse_stop(const json& j) {
+  std::vector<std::string> out;
+  const json* v = field(j, "stop");
+  if (!v) return out;
+  const json list = v->is_array() ? *v : json::array({*v});
+  if (list.size() > kMaxStops) throw invalid_field("stop", "at most " + std::to_string(kMaxStops) + " stop strings");
+  for (const json& s : list) {
+    if (!s.is_string()) throw invalid_field("stop", "stop must be an array of strings");
+    if (s.get_ref<const std::string&>().size() > kMaxStopBytes)
+      throw invalid_field("stop", "stop strings are limited to " + std::to_string(kMaxStopBytes) + " bytes");
+    if (!s.get_ref<const std::string&>().empty()) out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+// samplers: names (or llama.cpp's one-letter form, "kpmt"). A sampler left out does not run; the
+// ones that run must come in the order this server applies them (penalties, top_k, top_p, min_p,
+// infill), with the temperature before all the filters it changes (top_p, min_p, infill) or after.
+std::vector<std::string> parse_samplers(const json& j) {
+  const json* v = field(j, "samplers");
+  if (!v) return kDefaultSamplers;
+  static const std::vector<std::pair<std::string, std::string>> kAliases = {
+      {"top-k", "top_k"}, {"top-p", "top_p"}, {"nucleus", "top_p"}, {"min-p", "min_p"}, {"temp", "temperature"},
+      {"typical-p", "typ_p"}, {"typical", "typ_p"}, {"typ-p", "typ_p"}, {"typ", "typ_p"},
+      {"top-n-sigma", "top_n_sigma"}, {"adaptive-p", "adaptive_p"}};
+  static const std::string kLetters = "dkpsymxtie";
+  static const std::vector<std::string> kByLetter = {"dry", "top_k", "top_p", "top_n_sigma", "typ_p",
+                                                     "min_p", "xtc", "temperature", "infill", "penalties"};
+  std::vector<std::string> names;
+  if (v->is_string()) {
+    for (char c : v->get<std::string>()) {
+      const size_t at = kLetters.find(c);
+      if (at == std::string::npos) throw invalid_field("samplers", std::string("samplers: unknown sampler letter '") + c + "'");
+      names.push_back(kByLetter[at]);
+    }
+  } else if (v->is_array() && v->size() <= 32) {
+    for (const json& n : *v) {
+      if (!n.is_string()) throw invalid_field("samplers", "samplers must be an array of sampler names");
+      std::string name = n.get<std::string>();
+      for (const auto& [alt, canonical] : kAliases)
+        if (name == alt) name = canonical;
+      names.push_back(name);
+    }
+  } else {
+    throw invalid_field("samplers", "samplers must be an array of at most 32 sampler names");
+  }
+  static const std::vector<std::string> kOrder = {"penalties", "top_k", "top_p", "min_p", "infill"};
+  int last = -1;
+  for (const std::string& n : names) {
+    if (n == "temperature" || n == "dry" || n == "top_n_sigma" || n == "typ_p" || n == "xtc") continue;
+    const auto at = std::find(kOrder.begin(), kOrder.end(), n);
+    if (at == kOrder.end())
+      throw invalid_field("samplers", "samplers: '" + n + "' is not supported by this server (supported: penalties, "
+                                      "top_k, top_p, min_p, temperature, infill; dry, top_n_sigma, typ_p, xtc "
+                                      "while their parameters are off)");
+    if (at - kOrder.begin() <= last)
+      throw invalid_field("samplers", "samplers: this server applies penalties, top_k, top_p, min_p and infill in "
+                                      "that order; '" + n + "' comes too late");
+    last = static_cast<int>(at - kOrder.begin());
+  }
+  return names;
+}
+
+// Applies the sampler chain: a sampler not in it does not run.
+void apply_samplers(const std::vector<std::string>& names, engine::SamplingParams& s, bool& infill) {
+  const auto pos = [&](const char* n) {
+    const auto at = std::find(names.begin(), names.end(), n);
+    return at == names.end() ? -1 : static_cast<int>(at - names.begin());
+  };
+  if (pos("penalties") < 0) {
+    s.repetition_penalty = 1.0f;
+    s.presence_penalty = s.frequency_penalty = 0.0f;
+  }
+  if (pos("top_k") < 0) s.top_k = 0;
+  if (pos("top_p") < 0) s.top_p = 1.0f;
+  if (pos("min_p") < 0) s.min_p = 0.0f;
+  infill = pos("infill") >= 0;
+  const int t = pos("temperature");
+  if (t < 0) {
+    s.temperature = 1.0f;  // not applied
+    return;
+  }
+  // The filters the temperature changes (top_k picks the same tokens either way).
+  int first = -1, last = -1;
+  for (const char* f : {"top_p", "min_p", "infill"}) {
+    const int p = pos(f);
+    if (p < 0 || !(f == std::string("infill") ? infill : f == std::string("top_p") ? s.top_p < 1.0f : s.min_p > 0.0f)) continue;
+    first = first < 0 ? p : std::min(first, p);
+    last = std::max(last, p);
+  }
+  if (first >= 0 && t > first && t < last)
+    throw invalid_field("samplers", "samplers: the temperature must come before or after all of top_p, min_p and "
+                                    "infill here, not between them");
+  s.temperature_last = first >= 0 && t > last;
+}
+
+std::vector<InfillInput::Chunk> parse_extra(const json& j) {
+  std::vector<InfillInput::Chunk> out;
+  const json* v = field(j, "input_extra");
+  if (!v) return out;
+  if (!v->is_array() || v->size() > kMaxChunks)
+    throw invalid_field("input_extra", "input_extra must be an array of at most " + std::to_string(kMaxChunks) +
+                                           " {\"filename\": string, \"text\": string}");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const std::string where = "input_extra[" + std::to_string(i) + "]";
+    if (!(*v)[i].is_object()) throw invalid_field(where, where + " must be an object");
+    InfillInput::Chunk c{get_string((*v)[i], "filename", where, false), get_string((*v)[i], "text", where, true)};
+    if (!field((*v)[i], "filename")) c.filename = "tmp";  // llama.cpp's default
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+LlamaCppRequest parse_llamacpp_request(std::string_view body, const engine::SamplingParams& defaults, bool infill) {
+  const json j = parse_json_body(body, kMaxRequestDepth);
+  LlamaCppRequest r;
+  for (const auto& [key, value] : j.items()) {
+    if (in(kRead, key) || value.is_null()) continue;
+    if (!in(kIgnored, key) && key.rfind("speculative.", 0) != 0)
+      spdlog::debug("request field '{}' ignored (unknown to this server)", key);
+    else
+      spdlog::debug("request field '{}' ignored (no meaning for this server)", key);
+  }
+  if (infill) {
+    const json* pre = field(j, "input_prefix");
+    const json* suf = field(j, "input_suffix");
+    if (!pre) throw invalid_field("input_prefix", "input_prefix is required");
+    if (!suf) throw invalid_field("input_suffix", "input_suffix is required");
+    r.input_prefix = prompt_value(*pre, "input_prefix");
+    r.input_suffix = prompt_value(*suf, "input_suffix");
+    r.input_extra = parse_extra(j);
+    if (const json* p = field(j, "prompt")) {
+      if (!p->is_string()) throw invalid_field("prompt", "prompt must be a string");
+      r.prompt = *p;
+    }
+  } else {
+    const json* p = field(j, "prompt");
+    if (!p) throw invalid_field("prompt", "prompt is required");
+    r.prompt = prompt_value(*p, "prompt");
+  }
+
+  GenerationFields& g = r.gen;
+  engine::SamplingParams& s = g.sampling;
+  s = defaults;
+  for (const char* key : {"n_predict", "max_tokens", "max_completion_tokens"})
+    if (auto v = get_int(j, key, -1, kMaxTokensCap); v && !g.max_tokens && *v >= 0) g.max_tokens = static_cast<int>(*v);
+  if (auto v = get_number(j, "temperature", -100.0, 100.0)) s.temperature = *v;  // <= 0: greedy
+  if (auto v = get_int(j, "top_k", std::numeric_limits<int>::min(), 1 << 30)) s.top_k = static_cast<int>(std::max<int64_t>(*v, 0));
+  if (auto v = get_number(j, "top_p", 0.0, 1.0)) s.top_p = *v;
+  if (auto v = get_number(j, "min_p", 0.0, 1.0)) s.min_p = *v;
+  if (auto v = get_number(j, "repeat_penalty", 0.0, 100.0)) s.repetition_penalty = *v == 0.0f ? 1.0f : *v;
+  if (auto v = get_int(j, "repeat_last_n", -1, 1 << 30)) s.penalty_last_n = static_cast<int>(*v);
+  if (auto v = get_number(j, "presence_penalty", -100.0, 100.0)) s.presence_penalty = *v;
+  if (auto v = get_number(j, "frequency_penalty", -100.0, 100.0)) s.frequency_penalty = *v;
+  require_off(j, "typical_p", 1.0, "locally typical sampling");
+  require_off(j, "xtc_probability", 0.0, "the XTC sampler");
+  require_off(j, "dynatemp_range", 0.0, "dynamic temperature");
+  require_off(j, "mirostat", 0.0, "Mirostat sampling");
+  require_off(j, "dry_multiplier", 0.0, "the DRY sampler");
+  require_off(j, "n_probs", 0.0, "token probabilities here; /v1/completions has logprobs");
+  if (auto v = get_number(j, "top_n_sigma", -1e9, 1e9); v && *v > 0)
+    throw invalid_field("top_n_sigma", "top_n_sigma is not supported by this server; leave it at -1");
+  if (const json* l = field(j, "lora"); l && !(l->is_array() && l->empty()))
+    throw invalid_field("lora", "lora adapters are not supported by this server");
+  // seed: -1 (and llama.cpp's 0xFFFFFFFF default) mean "pick one".
+  if (auto v = get_int(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+      v && *v != -1 && *v != 0xFFFFFFFFll) {
+    s.seed = static_cast<uint64_t>(*v);
+    g.seed_given = true;
+  }
+  r.samplers = parse_samplers(j);
+  apply_samplers(r.samplers, s, r.infill_sampler);
+  g.stop = parse_stop(j);
+  g.stream = get_bool(j, "stream", false);
+  g.n = static_cast<int>(get_int(j, "n_cmpl", 1, kMaxChoices).value_or(get_int(j, "n", 1, kMaxChoices).value_or(1)));
+  if (const json* gr = field(j, "grammar")) {
+    if (!gr->is_string() || gr->get_ref<const std::string&>().size() > kMaxGrammarBytes)
+      throw invalid_field("grammar", "grammar must be a GBNF string of at most 64 KiB");
+    g.grammar = gr->get<std::string>();
+  }
+  if (const json* js = field(j, "json_schema")) {
+    if (!js->is_object() && !js->is_boolean()) throw invalid_field("json_schema", "json_schema must be a JSON Schema object");
+    if (!g.grammar.empty()) throw invalid_field("json_schema", "json_schema and grammar cannot be combined");
+    g.response_format.kind = ResponseFormat::Kind::kJsonSchema;
+    g.response_format.schema = *js;
+  }
+  if (const json* lb = field(j, "logit_bias")) {
+    if (!lb->is_array() && !lb->is_object())
+      throw invalid_field("logit_bias", "logit_bias must be an array of [token, bias] pairs or an object");
+    if (lb->size() > 1024) throw invalid_field("logit_bias", "logit_bias is limited to 1024 entries");
+    r.logit_bias = *lb;
+  }
+  r.ignore_eos = get_bool(j, "ignore_eos", false);
+  r.return_tokens = get_bool(j, "return_tokens", false);
+  r.limits.n_indent = static_cast<int>(get_int(j, "n_indent", 0, 1 << 20).value_or(0));
+  r.limits.t_max_predict_ms = static_cast<int>(std::max<int64_t>(get_int(j, "t_max_predict_ms", -1, 1ll << 30).value_or(0), 0));
+  if (const json* rf = field(j, "response_fields")) {
+    if (!rf->is_array() || rf->size() > kMaxResponseFields)
+      throw invalid_field("response_fields", "response_fields must be an array of at most 64 paths");
+    for (const json& f : *rf) {
+      if (!f.is_string()) throw invalid_field("response_fields", "response_fields must be an array of strings");
+      r.response_fields.push_back(f.get<std::string>());
+    }
+  }
+  return r;
+}
+
+json llamacpp_generation_settings(const LlamaCppRequest& r, const engine::SamplingParams& s, int n_predict) {
+  return {{"n_predict", n_predict},
+          {"seed", s.seed},
+          {"temperature", s.temperature},
+          {"top_k", s.top_k},
+          {"top_p", s.top_p},
+          {"min_p", s.min_p},
+          {"repeat_last_n", s.penalty_last_n},
+          {"repeat_penalty", s.repetition_penalty},
+          {"presence_penalty", s.presence_penalty},
+          {"frequency_penalty", s.frequency_penalty},
+          {"stop", r.gen.stop},
+          {"n_indent", r.limits.n_indent},
+          {"t_max_predict_ms", r.limits.t_max_predict_ms},
+          {"ignore_eos", r.ignore_eos},
+          {"stream", r.gen.stream},
+          {"samplers", r.samplers}};
+}
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// llama.cpp's json_get_nested_values: each "a/b" path that exists, as a top-level key.
+json pick_fields(const std::vector<std::string>& paths, const json& j) {
+  json out = json::object();
+  for (const std::string& path : paths) {
+    const json* at = &j;
+    size_t from = 0;
+    for (;;) {
+      const size_t slash = path.find('/', from);
+      const std::string key = path.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
+      at = at->is_object() && at->contains(key) ? &(*at)[key] : nullptr;
+      if (!at || slash == std::string::npos) break;
+      from = slash + 1;
+    }
+    if (at) out[path] = *at;
+  }
+  return out;
+}
+
+json timings(const ChoiceOutput::Stats& st) {
+  const int prompt_n = st.prompt_tokens - st.cached_tokens;
+  const auto per = [](double ms, int n) { return n > 0 ? ms / n : 0.0; };
+  const auto rate = [](double ms, int n) { return ms > 0 ? n * 1000.0 / ms : 0.0; };
+  return {{"cache_n", st.cached_tokens},
+          {"prompt_n", prompt_n},
+          {"prompt_ms", st.prompt_ms},
+          {"prompt_per_token_ms", per(st.prompt_ms, prompt_n)},
+          {"prompt_per_second", rate(st.prompt_ms, prompt_n)},
+          {"predicted_n", st.completion_tokens},
+          {"predicted_ms", st.predicted_ms},
+          {"predicted_per_token_ms", per(st.predicted_ms, st.completion_tokens)},
+          {"predicted_per_second", rate(st.predicted_ms, st.completion_tokens)}};
+}
+
+// llama.cpp's stop_type: a stop string is "word", an end-of-generation token "eos", a limit "limit".
+const char* stop_type(const ChoiceOutput& o) {
+  if (o.finish_reason != "stop") return "limit";
+  return o.stop_sequence.empty() ? "eos" : "word";
+}
+
+class LlamaCppSerializer : public ResponseSerializer {
+ public:
+  explicit LlamaCppSerializer(LlamaCppMeta meta) : meta_(std::move(meta)) {}
+
+  std::string choice_start(int) override { return {}; }
+  std::string delta(int index, const OutputDelta& d, std::span<const TokenLogprob>) override {
+    if (d.content.empty()) return {};
+    return sse_data(dump({{"index", index}, {"content", d.content}, {"tokens", json::array()}, {"stop", false},
+                          {"id_slot", -1}}));
+  }
+  std::string choice_end(int index, const ChoiceOutput& out) override {
+    return sse_data(dump(result(index, out, /*streamed=*/true)));
+  }
+  std::string stream_end(const UsageInfo&) override { return {}; }  // no [DONE]: llama.cpp sends none here
+  std::string body(std::span<const ChoiceOutput> choices, const UsageInfo&) override {
+    if (choices.size() == 1) return dump(result(0, choices[0], false));
+    json all = json::array();
+    for (size_t i = 0; i < choices.size(); ++i) all.push_back(result(static_cast<int>(i), choices[i], false));
+    return dump(all);
+  }
+
+ private:
+  json result(int index, const ChoiceOutput& o, bool streamed) const {
+    json j = {{"index", index},
+              {"content", streamed ? std::string() : o.content},
+              {"tokens", meta_.return_tokens ? json(o.token_ids) : json::array()},
+              {"id_slot", 0},
+              {"stop", true},
+              {"model", meta_.model},
+              {"tokens_predicted", o.stats.completion_tokens},
+              {"tokens_evaluated", o.stats.prompt_tokens},
+              {"generation_settings", meta_.generation_settings},
+              {"prompt", meta_.prompt},
+              {"has_new_line", o.content.find('\n') != std::string::npos},
+              {"truncated", false},
+              {"stop_type", stop_type(o)},
+              {"stopping_word", o.stop_sequence},
+              {"tokens_cached", o.stats.prompt_tokens + o.stats.completion_tokens},
+              {"timings", timings(o.stats)}};
+    return meta_.response_fields.empty() ? j : pick_fields(meta_.response_fields, j);
+  }
+
+  LlamaCppMeta meta_;
+};
+
+}  // namespace
+
+std::unique_ptr<ResponseSerializer> make_llamacpp_serializer(LlamaCppMeta meta) {
+  return std::make_unique<LlamaCppSerializer>(std::move(meta));
+}
+
+}  // namespace anelm::server
