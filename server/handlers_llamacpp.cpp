@@ -19,6 +19,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+constexpr size_t kMaxBiasedTokens = 4096;
+
 // llama.cpp's tokenize_mixed: strings tokenized, ids kept (each checked against the vocabulary).
 // `bos`: the model's BOS first when it wants one and the prompt starts with text.
 std::vector<int> tokenize_mixed(const tok::Tokenizer& tk, const json& v, bool parse_special, bool bos,
@@ -59,6 +61,8 @@ std::vector<std::pair<int, float>> resolve_logit_bias(const tok::Tokenizer& tk, 
     else if (token.is_string()) ids = tk.encode(token.get_ref<const std::string&>(), false);
     else throw invalid_field(where, where + ": a token is an id in the vocabulary or a text");
     for (int id : ids) out.emplace_back(id, std::max(b, -100.0f));  // -100: never sampled
+    if (out.size() > kMaxBiasedTokens)  // each is applied at every token
+      throw invalid_field("logit_bias", "logit_bias covers more than " + std::to_string(kMaxBiasedTokens) + " tokens");
   };
   if (lb.is_object()) {
     for (const auto& [key, bias] : lb.items()) {
