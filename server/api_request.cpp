@@ -33,26 +33,6 @@ constexpr int kMaxRequestDepth = 128;  // tool schemas nest a few dozen levels a
 
 json parse_object(std::string_view body) { return parse_json_body(body, kMaxRequestDepth); }
 
-std::vector<std::string> parse_stop(const json& j) {
-  const json* v = field(j, "stop");
-  std::vector<std::string> out;
-  if (!v) return out;
-  auto add = [&](const json& s) {
-    if (!s.is_string()) throw invalid_field("stop", "stop must be a string or an array of strings");
-    std::string str = s.get<std::string>();
-    if (str.empty()) return;  // an empty stop string would match everything: ignore it
-    if (str.size() > kMaxStopBytes) throw invalid_field("stop", "stop strings are limited to 256 bytes");
-    out.push_back(std::move(str));
-  };
-  if (v->is_array()) {
-    if (v->size() > kMaxStops) throw invalid_field("stop", "at most 4 stop sequences are allowed");
-    for (const json& s : *v) add(s);
-  } else {
-    add(*v);
-  }
-  return out;
-}
-
 // Fields every generation endpoint parses (besides its own).
 constexpr const char* kGenerationFieldNames[] = {
     "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
@@ -186,15 +166,10 @@ GenerationFields parse_generation_fields(const json& j, const char* max_tokens_n
     s.seed = static_cast<uint64_t>(*v);
     g.seed_given = true;
   }
-  g.stop = parse_stop(j);
+  g.stop = parse_stop(j, kMaxStops);
   g.n = static_cast<int>(get_int(j, "n", 1, kMaxChoices).value_or(1));
   g.response_format = parse_response_format(j);
-  if (const json* gr = field(j, "grammar")) {
-    if (!gr->is_string()) throw invalid_field("grammar", "grammar must be a string (GBNF)");
-    if (gr->get<std::string>().size() > kMaxGrammarBytes)
-      throw invalid_field("grammar", "grammar is limited to " + std::to_string(kMaxGrammarBytes) + " bytes");
-    g.grammar = gr->get<std::string>();
-  }
+  g.grammar = parse_grammar(j);
   if (!g.grammar.empty() && g.response_format.kind != ResponseFormat::Kind::kText)
     throw invalid_field("grammar", "grammar and a JSON response_format cannot be combined");
   g.stream = get_bool(j, "stream", false);
@@ -425,6 +400,36 @@ std::vector<std::string> tool_names(const nlohmann::ordered_json& tools) {
   std::vector<std::string> out;
   for (const auto& t : tools) out.push_back(t["function"]["name"].get<std::string>());
   return out;
+}
+
+std::vector<std::string> parse_stop(const json& j, size_t max_stops) {
+  const json* v = field(j, "stop");
+  std::vector<std::string> out;
+  if (!v) return out;
+  auto add = [&](const json& s) {
+    if (!s.is_string()) throw invalid_field("stop", "stop must be a string or an array of strings");
+    std::string str = s.get<std::string>();
+    if (str.empty()) return;  // an empty stop string would match everything: ignore it
+    if (str.size() > kMaxStopBytes) throw invalid_field("stop", "stop strings are limited to 256 bytes");
+    out.push_back(std::move(str));
+  };
+  if (v->is_array()) {
+    if (v->size() > max_stops)
+      throw invalid_field("stop", "at most " + std::to_string(max_stops) + " stop sequences are allowed");
+    for (const json& s : *v) add(s);
+  } else {
+    add(*v);
+  }
+  return out;
+}
+
+std::string parse_grammar(const json& j) {
+  const json* gr = field(j, "grammar");
+  if (!gr) return {};
+  if (!gr->is_string()) throw invalid_field("grammar", "grammar must be a string (GBNF)");
+  if (gr->get_ref<const std::string&>().size() > kMaxGrammarBytes)
+    throw invalid_field("grammar", "grammar is limited to " + std::to_string(kMaxGrammarBytes) + " bytes");
+  return gr->get<std::string>();
 }
 
 CompletionRequest parse_completion_request(std::string_view body, const engine::SamplingParams& defaults) {

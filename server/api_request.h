@@ -101,6 +101,11 @@ struct DetokenizeRequest {
   std::vector<int> tokens;
 };
 
+// `stop`: a string or an array of at most `max_stops` strings of up to 256 bytes (empty ones dropped).
+std::vector<std::string> parse_stop(const nlohmann::ordered_json& j, size_t max_stops);
+// `grammar` (llama-server's GBNF field): at most 64 KiB; "" when absent.
+std::string parse_grammar(const nlohmann::ordered_json& j);
+
 // Each throws ApiError (400, param = the offending field) on invalid input.
 // `defaults`: sampling for fields the request leaves out (the model preset's; OpenAI's otherwise).
 CompletionRequest parse_completion_request(std::string_view body,

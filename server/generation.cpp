@@ -37,8 +37,8 @@ std::string TextAssembler::finish() {
 
 // n_indent holds a new line's indentation back until its first other character decides; the time
 // limit is checked at each newline. Both as llama.cpp's server (see LineLimits).
-std::string TextAssembler::apply_limits(std::string_view text) {
-  if (!limits_.any() || limited_) return std::string(text);
+std::string TextAssembler::apply_limits(std::string text) {
+  if (!limits_.any() || limited_) return text;
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];

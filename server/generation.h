@@ -81,7 +81,7 @@ class TextAssembler {
 
  private:
   std::string match_stops(std::string_view text);
-  std::string apply_limits(std::string_view text);
+  std::string apply_limits(std::string text);  // moved through when there are no limits
 
   tok::StreamDecoder decoder_;
   StopMatcher stop_;

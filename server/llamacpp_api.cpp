@@ -19,12 +19,10 @@ namespace {
 constexpr int kMaxRequestDepth = 64;
 constexpr int kMaxTokensCap = 1 << 20;
 constexpr size_t kMaxStops = 16;
-constexpr size_t kMaxStopBytes = 256;
 constexpr int kMaxChoices = 16;
 constexpr size_t kMaxChunks = 256;        // input_extra entries
 constexpr size_t kMaxResponseFields = 64;
 constexpr size_t kMaxPromptItems = 1 << 20;
-constexpr size_t kMaxGrammarBytes = 64 * 1024;
 
 // llama.cpp's chain when a request names none (common_params_sampling::samplers).
 const std::vector<std::string> kDefaultSamplers = {"penalties", "dry", "top_n_sigma", "top_k", "typ_p",
@@ -37,7 +35,7 @@ constexpr const char* kIgnored[] = {
     "return_progress", "verbose", "min_keep", "post_sampling_probs", "penalize_nl", "model", "sse_ping_interval",
     "backend_sampling", "xtc_threshold", "mirostat_tau", "mirostat_eta", "dynatemp_exponent", "dry_base",
     "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "adaptive_target", "adaptive_decay",
-    "grammar_lazy", "grammar_triggers", "preserved_tokens"};
+    "grammar_triggers", "stream_options"};
 
 // Fields read below.
 constexpr const char* kRead[] = {
@@ -45,7 +43,7 @@ constexpr const char* kRead[] = {
     "temperature", "top_k", "top_p", "min_p", "typical_p", "top_n_sigma", "xtc_probability", "dynatemp_range",
     "mirostat", "dry_multiplier", "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty",
     "seed", "stop", "stream", "n_cmpl", "n", "grammar", "json_schema", "logit_bias", "ignore_eos", "n_probs",
-    "samplers", "lora", "return_tokens", "n_indent", "t_max_predict_ms", "response_fields", "stream_options"};
+    "samplers", "lora", "grammar_lazy", "preserved_tokens", "return_tokens", "n_indent", "t_max_predict_ms", "response_fields"};
 
 bool in(const auto& names, const std::string& key) {
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return key == n; });
@@ -75,21 +73,6 @@ json prompt_value(const json& v, const char* key) {
   return v;
 }
 
-std::vector<std::string> parse_stop(const json& j) {
-  std::vector<std::string> out;
-  const json* v = field(j, "stop");
-  if (!v) return out;
-  const json list = v->is_array() ? *v : json::array({*v});
-  if (list.size() > kMaxStops) throw invalid_field("stop", "at most " + std::to_string(kMaxStops) + " stop strings");
-  for (const json& s : list) {
-    if (!s.is_string()) throw invalid_field("stop", "stop must be an array of strings");
-    if (s.get_ref<const std::string&>().size() > kMaxStopBytes)
-      throw invalid_field("stop", "stop strings are limited to " + std::to_string(kMaxStopBytes) + " bytes");
-    if (!s.get_ref<const std::string&>().empty()) out.push_back(s.get<std::string>());
-  }
-  return out;
-}
-
 // samplers: names (or llama.cpp's one-letter form, "kpmt"). A sampler left out does not run; the
 // ones that run must come in the order this server applies them (penalties, top_k, top_p, min_p,
 // infill), with the temperature before all the filters it changes (top_p, min_p, infill) or after.
@@ -104,7 +87,7 @@ std::vector<std::string> parse_samplers(const json& j) {
   static const std::vector<std::string> kByLetter = {"dry", "top_k", "top_p", "top_n_sigma", "typ_p",
                                                      "min_p", "xtc", "temperature", "infill", "penalties"};
   std::vector<std::string> names;
-  if (v->is_string()) {
+  if (v->is_string() && v->get_ref<const std::string&>().size() <= 32) {
     for (char c : v->get<std::string>()) {
       const size_t at = kLetters.find(c);
       if (at == std::string::npos) throw invalid_field("samplers", std::string("samplers: unknown sampler letter '") + c + "'");
@@ -119,7 +102,7 @@ std::vector<std::string> parse_samplers(const json& j) {
       names.push_back(name);
     }
   } else {
-    throw invalid_field("samplers", "samplers must be an array of at most 32 sampler names");
+    throw invalid_field("samplers", "samplers must be an array of at most 32 sampler names, or a string of at most 32 letters");
   }
   static const std::vector<std::string> kOrder = {"penalties", "top_k", "top_p", "min_p", "infill"};
   int last = -1;
@@ -241,6 +224,10 @@ LlamaCppRequest parse_llamacpp_request(std::string_view body, const engine::Samp
     throw invalid_field("top_n_sigma", "top_n_sigma is not supported by this server; leave it at -1");
   if (const json* l = field(j, "lora"); l && !(l->is_array() && l->empty()))
     throw invalid_field("lora", "lora adapters are not supported by this server");
+  if (get_bool(j, "grammar_lazy", false))  // its triggers mean nothing without it
+    throw invalid_field("grammar_lazy", "grammar_lazy is not supported by this server: the grammar applies from the first token");
+  if (const json* p = field(j, "preserved_tokens"); p && !(p->is_array() && p->empty()))
+    throw invalid_field("preserved_tokens", "preserved_tokens is not supported by this server");
   // seed: -1 (and llama.cpp's 0xFFFFFFFF default) mean "pick one".
   if (auto v = get_int(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
       v && *v != -1 && *v != 0xFFFFFFFFll) {
@@ -249,14 +236,10 @@ LlamaCppRequest parse_llamacpp_request(std::string_view body, const engine::Samp
   }
   r.samplers = parse_samplers(j);
   apply_samplers(r.samplers, s, r.infill_sampler);
-  g.stop = parse_stop(j);
+  g.stop = parse_stop(j, kMaxStops);
   g.stream = get_bool(j, "stream", false);
   g.n = static_cast<int>(get_int(j, "n_cmpl", 1, kMaxChoices).value_or(get_int(j, "n", 1, kMaxChoices).value_or(1)));
-  if (const json* gr = field(j, "grammar")) {
-    if (!gr->is_string() || gr->get_ref<const std::string&>().size() > kMaxGrammarBytes)
-      throw invalid_field("grammar", "grammar must be a GBNF string of at most 64 KiB");
-    g.grammar = gr->get<std::string>();
-  }
+  g.grammar = parse_grammar(j);
   if (const json* js = field(j, "json_schema")) {
     if (!js->is_object() && !js->is_boolean()) throw invalid_field("json_schema", "json_schema must be a JSON Schema object");
     if (!g.grammar.empty()) throw invalid_field("json_schema", "json_schema and grammar cannot be combined");

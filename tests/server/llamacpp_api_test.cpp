@@ -232,6 +232,8 @@ TEST_F(LlamaCppApi, UnsupportedFieldsAreRefusedByName) {
   refused("/completion", with("dry_multiplier", 0.8), "dry_multiplier", "not supported");
   refused("/completion", with("n_probs", 3), "n_probs", "not supported");
   refused("/completion", with("lora", json::array({{{"id", 0}, {"scale", 0.5}}})), "lora", "not supported");
+  refused("/completion", with("grammar_lazy", true), "grammar_lazy", "not supported");
+  refused("/completion", with("preserved_tokens", {"<|im_end|>"}), "preserved_tokens", "not supported");
   refused("/completion", with("samplers", {"top_p", "top_k"}), "samplers", "too late");
   refused("/completion", with("samplers", {"mirostat_v2"}), "samplers", "not supported");
   json between = with("samplers", {"top_p", "temperature", "min_p"});
@@ -244,7 +246,8 @@ TEST_F(LlamaCppApi, UnsupportedFieldsAreRefusedByName) {
           "input_extra[0].text", "text");
   // Accepted with their "off" values, and the fields with no meaning here.
   for (const json& b : {with("mirostat", 0), with("typical_p", 1.0), with("n_probs", 0), with("lora", json::array()),
-                        with("n_keep", 10), with("id_slot", 3), with("cache_prompt", false), with("samplers", "kpt")})
+                        with("n_keep", 10), with("id_slot", 3), with("cache_prompt", false), with("samplers", "kpt"),
+                        with("grammar_lazy", false), with("preserved_tokens", json::array())})
     ok("/completion", b);
 }
 
