@@ -222,6 +222,7 @@ class ChatSerializer : public ResponseSerializer {
 }  // namespace
 
 std::string ResponseSerializer::stream_error(const ApiError& e) { return sse_error(e); }
+std::string ResponseSerializer::keepalive() { return sse_comment("ping"); }
 
 std::unique_ptr<ResponseSerializer> make_completion_serializer(ResponseMeta meta) {
   return std::make_unique<CompletionSerializer>(std::move(meta));

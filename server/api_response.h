@@ -89,6 +89,10 @@ class ResponseSerializer {
   virtual std::string stream_end(const UsageInfo& usage) = 0;
   // An error after the stream started (default: OpenAI's `data: {"error": ...}`).
   virtual std::string stream_error(const ApiError& e);
+  // The stream's media type, and what is written when nothing else was for a while (SSE: a comment
+  // line; empty: nothing, for formats without comments such as NDJSON).
+  virtual const char* stream_content_type() const { return "text/event-stream"; }
+  virtual std::string keepalive();
   virtual std::string body(std::span<const ChoiceOutput> choices, const UsageInfo& usage) = 0;
 };
 

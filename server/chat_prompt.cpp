@@ -209,6 +209,7 @@ ChatPrompt::ChatPrompt(const std::string& source, std::string origin, const tok:
     : template_(jinja::Template::parse(source.empty() ? chatml_fallback() : source)),
       format_(chat::detect_chat_format(source.empty() ? chatml_fallback() : source)),
       origin_(std::move(origin)),
+      source_(source.empty() ? chatml_fallback() : source),
       content_as_parts_(iterates_content(source)) {
   if (format_.tools == chat::ToolSyntax::kNone) {
     // As llama-server: tools still work, described in the system prompt, the reply forced to the

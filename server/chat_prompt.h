@@ -51,6 +51,7 @@ class ChatPrompt {
   // tools: the template's own syntax, or kGeneric when it does not render tools (see render()).
   const chat::ChatFormat& format() const { return format_; }
   const std::string& origin() const { return origin_; }
+  const std::string& source() const { return source_; }  // the Jinja text rendered
   bool tools_in_system_prompt() const { return tools_in_system_prompt_; }
 
  private:
@@ -62,6 +63,7 @@ class ChatPrompt {
   jinja::Template template_;
   chat::ChatFormat format_;
   std::string origin_;
+  std::string source_;
   bool content_as_parts_ = false;       // the template iterates message content parts
   bool tools_in_system_prompt_ = false;  // the template does not render `tools`
   nlohmann::ordered_json specials_ = nlohmann::ordered_json::object();  // bos_token, eos_token

@@ -336,7 +336,7 @@ bool stream_choice(StreamJob& job, int index, ChoiceState& st, UsageSum& usage, 
     if (!sink.is_writable()) return false;  // the client went away (also during prefill)
     if (!got) {
       if (Clock::now() - last_write > std::chrono::seconds(job.ping_s)) {
-        if (!sink.write(sse_comment("ping"))) return false;
+        if (const std::string ping = job.ser->keepalive(); !ping.empty() && !sink.write(ping)) return false;
         last_write = Clock::now();
       }
       continue;
@@ -408,7 +408,7 @@ HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
   res.headers = gen.headers;
   auto job = std::make_shared<StreamJob>(StreamJob{std::move(gen), std::move(channels), std::move(serializer),
                                                    ctx.options().sse_ping_s});
-  res.content_type = "text/event-stream";
+  res.content_type = job->ser->stream_content_type();
   res.headers.emplace_back("Cache-Control", "no-cache");
   res.stream = [&ctx, job](StreamSink& sink) { stream_events(ctx, *job, sink); };
   return res;

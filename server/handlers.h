@@ -1,6 +1,9 @@
 // One function per endpoint: parse -> (template) -> tokenize -> submit -> respond or stream.
 #pragma once
 
+#include <vector>
+
+#include "server/embeddings_api.h"
 #include "server/http_types.h"
 #include "server/server_context.h"
 
@@ -26,6 +29,27 @@ HttpResponse handle_count_tokens(ServerContext& ctx, const HttpRequest& req);  /
 HttpResponse handle_responses_create(ServerContext& ctx, const HttpRequest& req);  // POST /v1/responses
 HttpResponse handle_responses_get(ServerContext& ctx, const HttpRequest& req);     // GET /v1/responses/{id}
 HttpResponse handle_responses_delete(ServerContext& ctx, const HttpRequest& req);  // DELETE /v1/responses/{id}
+// Ollama's API (handlers_ollama.cpp); errors in Ollama's shape {"error": "..."}.
+HttpResponse handle_ollama_chat(ServerContext& ctx, const HttpRequest& req);      // POST /api/chat
+HttpResponse handle_ollama_generate(ServerContext& ctx, const HttpRequest& req);  // POST /api/generate
+HttpResponse handle_ollama_embed(ServerContext& ctx, const HttpRequest& req);     // POST /api/embed, /api/embeddings
+HttpResponse handle_ollama_tags(ServerContext& ctx, const HttpRequest& req);      // GET /api/tags
+HttpResponse handle_ollama_ps(ServerContext& ctx, const HttpRequest& req);        // GET /api/ps
+HttpResponse handle_ollama_show(ServerContext& ctx, const HttpRequest& req);      // POST /api/show
+HttpResponse handle_ollama_version(ServerContext& ctx, const HttpRequest& req);   // GET /api/version
+HttpResponse handle_ollama_pull(ServerContext& ctx, const HttpRequest& req);      // POST /api/pull
+// /api/create, /api/copy, /api/delete, /api/push, /api/blobs/: model management this server does not do.
+HttpResponse handle_ollama_unsupported(ServerContext& ctx, const HttpRequest& req);
+
+// The embedding vectors of `r`'s inputs ([count][dims], row-major), unit length when `normalize`.
+// `truncate`: an input longer than the context is cut to it instead of refused.
+struct EmbeddingsOutput {
+  std::vector<float> vectors;
+  int dims = 0;
+  int prompt_tokens = 0;
+};
+EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, EmbeddingsRequest& r, bool truncate,
+                                    bool normalize);
 
 // Throws 503 + Retry-After unless the model is loaded and the server is not draining.
 void require_ready(ServerContext& ctx);

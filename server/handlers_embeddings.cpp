@@ -51,9 +51,9 @@ void wait_answer(EmbeddingChannel& ch, const HttpRequest& req) {
 
 }  // namespace
 
-HttpResponse handle_embeddings(ServerContext& ctx, const HttpRequest& req) {
+EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, EmbeddingsRequest& r, bool truncate,
+                                    bool normalize) {
   require_ready(ctx);
-  EmbeddingsRequest r = parse_embeddings_request(req.body);
   const engine::Engine& engine = *ctx.model().engine;
   const engine::Pooling pooling = serving_pooling(ctx);
   if (pooling == engine::Pooling::kNone) {
@@ -74,6 +74,7 @@ HttpResponse handle_embeddings(ServerContext& ctx, const HttpRequest& req) {
   int prompt_tokens = 0;
   for (size_t i = 0; i < er.inputs.size(); ++i) {
     const std::string name = "input[" + std::to_string(i) + "]";
+    if (truncate && static_cast<int64_t>(er.inputs[i].size()) > n_ctx) er.inputs[i].resize(static_cast<size_t>(n_ctx));
     const auto n = static_cast<int64_t>(er.inputs[i].size());
     if (n > n_ctx) {
       throw ApiError(400, "invalid_request_error",
@@ -105,18 +106,27 @@ HttpResponse handle_embeddings(ServerContext& ctx, const HttpRequest& req) {
 
   // OpenAI's vectors are unit length; `dimensions` keeps the first values and normalises again.
   engine::EmbedResult& res = ch->result();
-  const int dims = r.dimensions.value_or(res.dims);
-  std::vector<float> out(n_inputs * static_cast<size_t>(dims));
+  EmbeddingsOutput out;
+  out.dims = r.dimensions.value_or(res.dims);
+  out.prompt_tokens = res.prompt_tokens;
+  out.vectors.resize(n_inputs * static_cast<size_t>(out.dims));
   for (size_t i = 0; i < n_inputs; ++i) {
     const float* src = res.vectors.data() + i * static_cast<size_t>(res.dims);
-    std::span<float> dst(out.data() + i * static_cast<size_t>(dims), static_cast<size_t>(dims));
-    std::copy(src, src + dims, dst.begin());
+    std::span<float> dst(out.vectors.data() + i * static_cast<size_t>(out.dims), static_cast<size_t>(out.dims));
+    std::copy(src, src + out.dims, dst.begin());
     for (float x : dst)
       if (!std::isfinite(x)) throw internal_error("the model produced a non-finite embedding for input[" + std::to_string(i) + "]");
-    engine::l2_normalize(dst);
+    if (normalize) engine::l2_normalize(dst);
   }
+  return out;
+}
+
+HttpResponse handle_embeddings(ServerContext& ctx, const HttpRequest& req) {
+  require_ready(ctx);
+  EmbeddingsRequest r = parse_embeddings_request(req.body);
+  const EmbeddingsOutput out = compute_embeddings(ctx, req, r, /*truncate=*/false, /*normalize=*/true);
   HttpResponse resp;
-  resp.body = embeddings_response_body(out, dims, r.base64, served_model_id(ctx), res.prompt_tokens);
+  resp.body = embeddings_response_body(out.vectors, out.dims, r.base64, served_model_id(ctx), out.prompt_tokens);
   return resp;
 }
 

@@ -17,6 +17,7 @@
 #include "server/handlers.h"
 #include "server/http_listener.h"
 #include "server/http_policy.h"
+#include "server/ollama_api.h"
 #include "server/webui_routes.h"
 
 namespace anelm::server {
@@ -59,6 +60,21 @@ const Route kRoutes[] = {
     {"POST", "/tokenize", false, false, handle_tokenize},
     {"POST", "/detokenize", false, false, handle_detokenize},
     {"GET", "/metrics", false, false, handle_metrics},
+    // Ollama's API (handlers_ollama.cpp)
+    {"GET", "/api/version", false, true, handle_ollama_version},
+    {"GET", "/api/tags", false, true, handle_ollama_tags},
+    {"GET", "/api/ps", false, true, handle_ollama_ps},
+    {"POST", "/api/show", false, false, handle_ollama_show},
+    {"POST", "/api/chat", false, false, handle_ollama_chat},
+    {"POST", "/api/generate", false, false, handle_ollama_generate},
+    {"POST", "/api/embed", false, false, handle_ollama_embed},
+    {"POST", "/api/embeddings", false, false, handle_ollama_embed},
+    {"POST", "/api/pull", false, false, handle_ollama_pull},
+    {"POST", "/api/create", false, false, handle_ollama_unsupported},
+    {"POST", "/api/copy", false, false, handle_ollama_unsupported},
+    {"POST", "/api/push", false, false, handle_ollama_unsupported},
+    {"DELETE", "/api/delete", false, false, handle_ollama_unsupported},
+    {"POST", "/api/blobs/", true, false, handle_ollama_unsupported},
     {"GET", "/", false, true, handle_webui},        // the chat page (the page asks for the key)
     {"GET", "/webui/", true, true, handle_webui},   // its scripts and styles
 };
@@ -80,10 +96,14 @@ const Route& find_route(const HttpRequest& req, std::string& allow) {
   throw not_found("route " + req.method + " " + req.path);
 }
 
-HttpResponse error_response(const ApiError& e) {
+bool is_ollama_path(const std::string& path) { return path.rfind("/api/", 0) == 0; }
+
+// OpenAI's error shape, or Ollama's {"error": "..."} under /api/ (its clients read a string there,
+// also for a route, method, key or Content-Type refused before any handler runs).
+HttpResponse error_response(const ApiError& e, const std::string& path = "") {
   HttpResponse r;
   r.status = e.status();
-  r.body = error_body(e);
+  r.body = is_ollama_path(path) ? ollama_error_body(e) : error_body(e);
   if (e.retry_after_s() > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s()));
   return r;
 }
@@ -92,6 +112,16 @@ bool is_json_content(const HttpRequest& req) {
   std::string ct = req.header("content-type");
   for (char& c : ct) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return ct.rfind("application/json", 0) == 0;
+}
+
+// Ollama's routes take a JSON body whatever its Content-Type (its documentation posts with
+// `curl -d`, which sends a form type). A browser can send such a body cross-site without a CORS
+// preflight, so the leniency holds only without an Origin header or with an allowed one.
+bool content_type_ok(const Route& r, const HttpRequest& req, const ServerOptions& opts) {
+  if (req.method != "POST" || is_json_content(req)) return true;
+  if (!is_ollama_path(r.path)) return false;
+  const std::string origin = req.header("origin");
+  return origin.empty() || cors_origin_allowed(origin, opts);
 }
 
 HttpResponse preflight(const HttpRequest& req, const ServerOptions& opts) {
@@ -117,12 +147,12 @@ HttpResponse route(ServerContext& ctx, const HttpRequest& req) {
     r = &find_route(req, allow);
   } catch (const ApiError& e) {
     if (e.status() != 405) throw;
-    HttpResponse res = error_response(e);
+    HttpResponse res = error_response(e, req.path);
     res.headers.emplace_back("Allow", allow);
     return res;
   }
   if (!r->is_public && !api_key_ok(req, opts.api_key)) throw unauthorized();
-  if (req.method == "POST" && !is_json_content(req))
+  if (!content_type_ok(*r, req, opts))
     throw ApiError(415, "invalid_request_error", "Content-Type must be application/json");
   return r->handler(ctx, req);
 }
@@ -134,7 +164,7 @@ HttpResponse handle_safely(ServerContext& ctx, const HttpRequest& req) {
   } catch (...) {
     ApiError e = to_api_error(std::current_exception());
     req.log->error = e.what();
-    return error_response(e);
+    return error_response(e, req.path);
   }
 }
 
@@ -197,13 +227,13 @@ std::optional<HttpResponse> check_head(const HttpRequest& req, const ServerOptio
       const std::string ct = lower(req.header("content-type"));
       if (ct.rfind("multipart/form-data", 0) == 0)
         throw ApiError(415, "invalid_request_error", "multipart/form-data is not supported: send application/json");
-      if (ct.rfind("application/json", 0) != 0)
+      if (!content_type_ok(*r, req, opts))
         throw ApiError(415, "invalid_request_error", "Content-Type must be application/json");
     }
     return std::nullopt;
   } catch (const ApiError& e) {
     req.log->error = e.what();
-    HttpResponse res = error_response(e);
+    HttpResponse res = error_response(e, req.path);
     add_common_headers(res, req, opts);
     return res;
   }

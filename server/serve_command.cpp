@@ -108,6 +108,7 @@ void load_model(ServerContext& ctx, ModelBundle& bundle) {
     rt.engine = bundle.engine.get();
     rt.tokenizer = bundle.tokenizer.get();
     rt.model_id = ctx.options().model_id.empty() ? bundle.model_id : ctx.options().model_id;
+    rt.file = describe_model_file(path);
     rt.chat = ChatPrompt::for_model(bundle.tokenizer->vocab(), ctx.options().chat_template);
     ModelPreset preset = find_model_preset(presets_dir(ctx.options()), path);
     if (!preset.name.empty()) {

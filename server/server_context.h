@@ -12,6 +12,7 @@
 #include "server/output_constraint.h"
 #include "server/engine_worker.h"
 #include "server/metrics.h"
+#include "server/model_file_info.h"
 #include "server/server_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,6 +26,7 @@ struct ModelRuntime {
   engine::Engine* engine = nullptr;
   const tok::Tokenizer* tokenizer = nullptr;
   std::string model_id;
+  ModelFileInfo file;                      // the served file's format, size, parameters (model listings)
   std::shared_ptr<const ChatPrompt> chat;  // null: the model's own template (ChatPrompt::for_model)
   std::shared_ptr<const ConstraintVocab> constraint_vocab;  // null: built from the tokenizer
   // The "infill" sampler's view of a vocabulary with FIM markers (set_ready); null otherwise.

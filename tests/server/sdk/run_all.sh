@@ -2,7 +2,8 @@
 # Runs the openai-SDK end-to-end checks against real anelm server processes on loopback:
 # stories260K.gguf (Llama, SentencePiece) and a generated tiny qwen2 model with the real Qwen2.5 tokenizer
 # and chat template; the qwen2 runs also run tools_check.mjs (tool calling and structured output) and
-# responses_check.mjs (the Responses API) and anthropic_check.mjs (the Anthropic Messages API); and
+# responses_check.mjs (the Responses API) and anthropic_check.mjs (the Anthropic Messages API) and
+# ollama_check.mjs (Ollama's API with the ollama npm client; served with --embeddings for /api/embed); and
 # qwen35_check.mjs (Qwen3.5 XML tool calls and reasoning_content) on a random 0.8B-shape Qwen3.5; and
 # families_check.mjs (one tool-call round trip each for Granite 3.3, Phi-4-mini, SmolLM3 and Gemma).
 # Usage: run_all.sh BUILD_DIR. Skips (exit 0, with a message) when ../shared is absent.
@@ -36,6 +37,7 @@ status=0
 "$here/run.sh" "$build/anelm" "$qwen" "$here/tools_check.mjs" || status=1
 "$here/run.sh" "$build/anelm" "$qwen" "$here/responses_check.mjs" || status=1
 "$here/run.sh" "$build/anelm" "$qwen" "$here/anthropic_check.mjs" || status=1
+ANELM_SDK_SERVE_ARGS=--embeddings "$here/run.sh" "$build/anelm" "$qwen" "$here/ollama_check.mjs" || status=1
 
 # Tool-call round trips for the other families (families_check.mjs): a tiny random model of each with the
 # synthetic vocab, served with the family's real template: Granite 3.3 (<|tool_call|>[...]), Phi-4-mini
