@@ -1,5 +1,5 @@
 // libFuzzer target: the request parsers (OpenAI chat and completion, Responses, Anthropic Messages,
-// llama.cpp's /completion and /infill, tokenize, detokenize). Only
+// llama.cpp's /completion and /infill, Ollama's chat, generate and embed, tokenize, detokenize). Only
 // ApiError may escape them; what they return must serialise again.
 #include <cstdint>
 #include <string_view>
@@ -8,6 +8,7 @@
 #include "server/anthropic_api.h"
 #include "server/api_request.h"
 #include "server/llamacpp_api.h"
+#include "server/ollama_api.h"
 #include "server/responses_api.h"
 
 using namespace anelm::server;
@@ -41,6 +42,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const LlamaCppRequest r = parse_llamacpp_request(body, {}, infill);
       (void)r.prompt.dump();
       (void)llamacpp_generation_settings(r, r.gen.sampling, 1).dump();
+    } catch (const ApiError&) {}
+  }
+  try {  // Ollama's API, translated into the chat request and the shared fields
+    const OllamaChatRequest r = parse_ollama_chat_request(body);
+    (void)r.chat.messages.dump();
+    (void)r.chat.tools.dump();
+    (void)r.chat.gen.response_format.schema.dump();
+  } catch (const ApiError&) {}
+  try {
+    (void)parse_ollama_generate_request(body).template_kwargs.dump();
+  } catch (const ApiError&) {}
+  for (bool legacy : {false, true}) {
+    try {
+      (void)parse_ollama_embed_request(body, legacy);
     } catch (const ApiError&) {}
   }
   try {

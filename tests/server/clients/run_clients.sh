@@ -158,7 +158,7 @@ install_lock() {
 # or with ANELM_REQUIRE_AGENTS=1) and FAIL when npm ci itself failed.
 js_fail=0 agents_fail=0
 if [ "$needs_js" = 1 ]; then
-  install_lock "$here" "the recipe packages (openai, Anthropic SDK, LangChain, AI SDK)"
+  install_lock "$here" "the recipe packages (openai, Anthropic SDK, LangChain, AI SDK, ollama)"
   case $? in 0) ;; 2) js_skip="$install_error"; js_fail=$required ;; *) js_skip="$install_error"; js_fail=1 ;; esac
 fi
 if [ "$needs_agents" = 1 ]; then
