@@ -1,8 +1,10 @@
 // One function per endpoint: parse -> (template) -> tokenize -> submit -> respond or stream.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "server/api_error.h"
 #include "server/embeddings_api.h"
 #include "server/http_types.h"
 #include "server/server_context.h"
@@ -50,6 +52,23 @@ struct EmbeddingsOutput {
 };
 EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, EmbeddingsRequest& r, bool truncate,
                                     bool normalize);
+
+// Runs `fn`; any failure becomes a response with its status, Retry-After, and `body(e)`: the error
+// in the shape of the route's API (Anthropic's, Ollama's).
+template <typename Body, typename Fn>
+HttpResponse with_error_body(const HttpRequest& req, Body&& body, Fn&& fn) {
+  try {
+    return fn();
+  } catch (...) {
+    const ApiError e = to_api_error(std::current_exception());
+    if (req.log) req.log->error = e.what();
+    HttpResponse res;
+    res.status = e.status();
+    res.body = body(e);
+    if (e.retry_after_s() > 0) res.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s()));
+    return res;
+  }
+}
 
 // Throws 503 + Retry-After unless the model is loaded and the server is not draining.
 void require_ready(ServerContext& ctx);

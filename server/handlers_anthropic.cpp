@@ -11,20 +11,10 @@ namespace anelm::server {
 
 namespace {
 
-// Every failure on these routes in Anthropic's error shape, with the same HTTP status.
+// Every failure on these routes in the API's own error shape, with the same HTTP status.
 template <typename Fn>
 HttpResponse with_anthropic_errors(const HttpRequest& req, Fn&& fn) {
-  try {
-    return fn();
-  } catch (...) {
-    const ApiError e = to_api_error(std::current_exception());
-    if (req.log) req.log->error = e.what();
-    HttpResponse res;
-    res.status = e.status();
-    res.body = anthropic_error_body(e);
-    if (e.retry_after_s() > 0) res.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s()));
-    return res;
-  }
+  return with_error_body(req, anthropic_error_body, std::forward<Fn>(fn));
 }
 
 // Runs `step` on the conversation as sent (system turns at their place); a template that refuses

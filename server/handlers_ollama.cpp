@@ -23,20 +23,10 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// Every failure on these routes in Ollama's shape, with the same HTTP status.
+// Every failure on these routes in the API's own error shape, with the same HTTP status.
 template <typename Fn>
 HttpResponse with_ollama_errors(const HttpRequest& req, Fn&& fn) {
-  try {
-    return fn();
-  } catch (...) {
-    const ApiError e = to_api_error(std::current_exception());
-    if (req.log) req.log->error = e.what();
-    HttpResponse res;
-    res.status = e.status();
-    res.body = ollama_error_body(e);
-    if (e.retry_after_s() > 0) res.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s()));
-    return res;
-  }
+  return with_error_body(req, ollama_error_body, std::forward<Fn>(fn));
 }
 
 HttpResponse json_response(const json& j) {
