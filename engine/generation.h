@@ -51,8 +51,9 @@ class TokenConstraint {
 
 struct GenerateRequest {
   std::vector<int> prompt;                  // must be non-empty
-  // Tokens to generate at most: 0 generates nothing (finish kLength); nullopt: until a stop token
-  // or the end of the context. The same meaning at the HTTP API.
+  // Tokens to generate at most: 0 computes the prompt into a slot (for the prompt cache) and generates
+  // nothing (finish kLength); nullopt: until a stop token or the end of the context. The same
+  // meaning at the HTTP API.
   std::optional<int> max_tokens = 16;
   SamplingParams sampling;
   bool ignore_eos = false;

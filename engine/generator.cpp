@@ -172,12 +172,8 @@ int Generator::reuse_checkpoint(Sequence& s, std::span<const int> prompt, int co
 
 bool Generator::start(GenerateRequest req, TokenCallback on_token, DoneCallback on_done) {
   validate_request(req, cfg_, ctx_);
-  if (req.max_tokens == 0) {  // nothing to generate (finish kLength), no slot needed
-    GenerateResult res;
-    res.prompt_tokens = static_cast<int>(req.prompt.size());
-    if (on_done) on_done(res, nullptr);
-    return true;
-  }
+  // max_tokens 0 still computes the prompt (no logits, nothing sampled): a client warms the cache
+  // with it (llama.vim sends its context chunks so), and the next request with that prefix reuses it.
   Sequence* s = choose_slot(req.prompt);
   if (!s) return false;
   s->active = true;
@@ -260,8 +256,9 @@ void Generator::plan_step() {
     if (cfg_.recurrent() && pcache_.enabled()) {  // end the chunk at the next checkpoint
       take = std::min(take, kCheckpointEvery - oldest->prefilled % kCheckpointEvery);
     }
+    const bool last = oldest->prefilled + take == static_cast<int>(prompt.size());
     add(*oldest, prompt.subspan(static_cast<size_t>(oldest->prefilled), static_cast<size_t>(take)),
-        oldest->prefilled + take == static_cast<int>(prompt.size()));
+        last && oldest->req.max_tokens != 0);
   }
 }
 
@@ -297,6 +294,7 @@ bool Generator::step() {
     r.prefill_tok_s = r.prefill_ms > 0 ? static_cast<double>(todo) / (r.prefill_ms / 1e3) : 0.0;
     s.history.assign(s.req.prompt.begin(), s.req.prompt.end());
     s.t_decode = now;
+    if (s.req.max_tokens == 0) finish(s, FinishReason::kLength);  // the prompt only: cached, nothing sampled
   }
   const auto vocab = static_cast<size_t>(cfg_.vocab_size);
   for (size_t i = 0; i < logit_seq_.size(); ++i) {

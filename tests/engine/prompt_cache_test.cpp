@@ -238,6 +238,32 @@ TEST(PromptCacheEngine, AlternatingClientsEachHitTheCache) {
   EXPECT_EQ(off->stats().prompt_cache_entries, 0);
 }
 
+// max_tokens 0 computes the prompt and samples nothing: the next request with that prefix (a
+// completion after llama.vim's warm-up) starts from it, from the slot or from the prompt cache.
+TEST(PromptCacheEngine, ZeroTokenRequestWarmsTheCache) {
+  if (!anelm::testing::shared_model("stories260K.gguf")) GTEST_SKIP() << "shared test data not found";
+  const std::vector<int> a = with_prefix({403, 407, 261, 378, 300, 301});
+  const std::vector<int> b = with_prefix({290, 291, 292, 293});
+  std::vector<int> a_more = a;
+  a_more.insert(a_more.end(), {310, 311, 312});
+  auto eng = load(8 << 20);
+  int calls = 0;
+  const GenerateResult warm = eng->generate(greedy(a, 0), [&](const TokenStep&) { return ++calls > 0; });
+  EXPECT_EQ(calls, 0) << "nothing sampled";
+  EXPECT_TRUE(warm.ids.empty());
+  EXPECT_EQ(warm.finish, FinishReason::kLength);
+  EXPECT_EQ(warm.prompt_tokens, static_cast<int>(a.size()));
+  const GenerateResult next = eng->generate(greedy(a_more, 8), {});
+  EXPECT_EQ(next.cached_tokens, static_cast<int>(a.size())) << "the whole warmed prompt reused";
+  EXPECT_EQ(next.ids, fresh_ids(a_more, 8));
+
+  eng->generate(greedy(b, 0), {});  // B's warm-up takes the slot; A's rows go to the prompt cache
+  const GenerateResult again = eng->generate(greedy(a, 8), {});
+  EXPECT_EQ(again.cached_tokens, static_cast<int>(a.size()) - 1);
+  EXPECT_EQ(again.ids, fresh_ids(a, 8));
+  EXPECT_GE(eng->stats().prompt_cache_hits, 1);
+}
+
 TEST(PromptCacheEngine, CancelledRequestStoresOnlyCompletedRows) {
   if (!anelm::testing::shared_model("stories260K.gguf")) GTEST_SKIP() << "shared test data not found";
   const std::vector<int> a = with_prefix({403, 407, 261, 378});
