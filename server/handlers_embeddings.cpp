@@ -74,7 +74,12 @@ EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, 
   int prompt_tokens = 0;
   for (size_t i = 0; i < er.inputs.size(); ++i) {
     const std::string name = "input[" + std::to_string(i) + "]";
-    if (truncate && static_cast<int64_t>(er.inputs[i].size()) > n_ctx) er.inputs[i].resize(static_cast<size_t>(n_ctx));
+    if (truncate && static_cast<int64_t>(er.inputs[i].size()) > n_ctx) {  // keep an EOS a last-token pooling reads
+      const auto& v = ctx.tokenizer().vocab();
+      const bool eos = v.add_eos && v.eos_id >= 0 && er.inputs[i].back() == v.eos_id;
+      er.inputs[i].resize(static_cast<size_t>(n_ctx));
+      if (eos) er.inputs[i].back() = v.eos_id;
+    }
     const auto n = static_cast<int64_t>(er.inputs[i].size());
     if (n > n_ctx) {
       throw ApiError(400, "invalid_request_error",

@@ -266,7 +266,7 @@ OllamaChatRequest parse_ollama_chat_request(std::string_view body, const engine:
   json kwargs = json::object();
   apply_think(j, kwargs);
   if (!kwargs.empty()) openai["chat_template_kwargs"] = kwargs;
-  out.chat = parse_chat_request(openai.dump(), defaults);
+  out.chat = parse_chat_request(openai.dump(-1, ' ', false, json::error_handler_t::replace), defaults);
   out.chat.gen = std::move(gen);
   return out;
 }
@@ -314,7 +314,7 @@ OllamaEmbedRequest parse_ollama_embed_request(std::string_view body, bool legacy
   if (const json* in = field(j, "input"); in && in->is_array() && in->empty()) return r;  // Ollama: no vectors
   json openai = {{"input", field(j, "input") ? j["input"] : json()}};
   if (const json* d = field(j, "dimensions")) openai["dimensions"] = *d;
-  r.inputs = parse_embeddings_request(openai.dump());
+  r.inputs = parse_embeddings_request(openai.dump(-1, ' ', false, json::error_handler_t::replace));
   if (r.inputs.is_ids) throw invalid_field("input", "input must be a string or an array of strings");
   return r;
 }

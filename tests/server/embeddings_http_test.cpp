@@ -248,6 +248,34 @@ TEST_F(EmbeddingsHttp, RequestShapesAndUsage) {
   for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(d[0][i], head[i] / n, 1e-6);
 }
 
+// Ollama's /api/embed cuts an input longer than the context (truncate, its default) to the context,
+// keeping the EOS that last-token pooling reads: the vector of the first ctx - 1 ids and the EOS.
+TEST_F(EmbeddingsHttp, OllamaEmbedTruncatesKeepingTheEos) {
+  constexpr int kCtx = 64;
+  serve(*last_, kCtx);
+  const std::string text = long_text().substr(0, 2000);
+  httplib::Client c("127.0.0.1", port_);
+  auto tk = c.Post("/tokenize", json{{"content", text}}.dump(), "application/json");
+  ASSERT_TRUE(tk && tk->status == 200);
+  std::vector<int> ids = json::parse(tk->body)["tokens"];
+  ASSERT_GT(ids.size(), static_cast<size_t>(kCtx));
+  ids.resize(kCtx - 1);
+  ids.push_back(151643);  // <|endoftext|>
+  const auto want = vectors_of(post(port_, "/v1/embeddings", {{"input", ids}}));
+  const auto r = post(port_, "/api/embed", {{"model", "x"}, {"input", {text}}});
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["prompt_eval_count"], kCtx);
+  const std::vector<float> got = j["embeddings"][0].get<std::vector<float>>();
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got.size(), want[0].size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[0][i], 1e-6) << i;
+  const auto refused = post(port_, "/api/embed", {{"input", text}, {"truncate", false}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_TRUE(json::parse(refused->body)["error"].is_string()) << refused->body;
+}
+
 TEST(EmbeddingsBase64, Rfc4648Vectors) {
   EXPECT_EQ(base64_encode("", 0), "");
   EXPECT_EQ(base64_encode("f", 1), "Zg==");
