@@ -255,6 +255,35 @@ TEST(OllamaHttp, ChatStreamAssemblesToTheObject) {
   EXPECT_EQ(cut["eval_count"], 3);
 }
 
+// logprobs / top_logprobs: per token {token, logprob, bytes, top_logprobs}, in each chunk for its
+// tokens and all of them in the non-streamed answer (the fake engine gives every token -0.5).
+TEST(OllamaHttp, LogprobsPerToken) {
+  FakeScript script;
+  script.reply = "abc";
+  TestServer s(script);
+  json req = json::parse(R"({"messages": [{"role": "user", "content": "Hi"}], "logprobs": true, "top_logprobs": 2, "stream": false})");
+  const json body = json::parse(post(s, "/api/chat", req)->body);
+  ASSERT_EQ(body["logprobs"].size(), 3u) << body.dump();
+  std::string text;
+  for (const json& lp : body["logprobs"]) {
+    text += lp["token"].get<std::string>();
+    EXPECT_FLOAT_EQ(lp["logprob"].get<float>(), -0.5f);
+    EXPECT_EQ(lp["bytes"].size(), lp["token"].get<std::string>().size());
+    ASSERT_EQ(lp["top_logprobs"].size(), 2u);
+    EXPECT_FLOAT_EQ(lp["top_logprobs"][1]["logprob"].get<float>(), -1.5f);
+  }
+  EXPECT_EQ(text, "abc");
+  req["stream"] = true;
+  json streamed = json::array();
+  for (const json& c : ndjson(post(s, "/api/chat", req)->body))
+    for (const json& lp : c.value("logprobs", json::array())) streamed.push_back(lp);
+  EXPECT_EQ(streamed, body["logprobs"]);
+  req.erase("logprobs");
+  req.erase("top_logprobs");
+  req["stream"] = false;
+  EXPECT_FALSE(json::parse(post(s, "/api/chat", req)->body).contains("logprobs"));
+}
+
 const char* kToolReply =
     "<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
     "{\"city\": \"Paris\", \"days\": 3}}\n</tool_call>";
