@@ -390,6 +390,29 @@ TEST(OllamaHttp, GenerateReturnsAContextThatContinues) {
   EXPECT_EQ(load["response"], "");
 }
 
+// A thinking model's reasoning comes back apart, as Ollama's `thinking`, on both routes.
+TEST(OllamaHttp, ThinkingApartFromTheAnswer) {
+  if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
+  FakeScript script;
+  script.reply = "<think>\nRayleigh.\n</think>\n\nBlue light scatters.";
+  script.ctx = 4096;
+  TestServer s(script, with_template("chat-templates/Qwen-Qwen3-0.6B.jinja"));
+  const json g = json::parse(post(s, "/api/generate", {{"prompt", "Why blue?"}, {"stream", false}, {"think", true}})->body);
+  EXPECT_EQ(g["thinking"], "Rayleigh.");
+  EXPECT_EQ(g["response"], "Blue light scatters.");
+  std::string thinking, response;
+  for (const json& c : ndjson(post(s, "/api/generate", {{"prompt", "Why blue?"}, {"think", true}})->body)) {
+    thinking += c.value("thinking", "");
+    response += c["response"].get<std::string>();
+  }
+  EXPECT_EQ(thinking, "Rayleigh.");
+  EXPECT_EQ(response, "Blue light scatters.");
+  const json c = json::parse(post(s, "/api/chat", json::parse(R"({"messages": [{"role": "user", "content": "Why blue?"}], "stream": false})"))->body);
+  EXPECT_EQ(c["message"]["thinking"], "Rayleigh.");
+  EXPECT_EQ(c["message"]["content"], "Blue light scatters.");
+  EXPECT_NE(json::parse(post(s, "/api/show", {{"model", "m"}})->body)["capabilities"].dump().find("thinking"), std::string::npos);
+}
+
 TEST(OllamaHttp, ListingsVersionAndErrors) {
   FakeScript script;
   script.reply = "ok";
