@@ -35,6 +35,8 @@ struct TokenLogprob {
   float logprob = 0;
   std::vector<std::pair<std::string, float>> top;  // alternatives
   int text_offset = 0;                             // byte offset of the token in the text
+  int id = -1;                                     // the token id (llama.cpp's n_probs reports it)
+  std::vector<int> top_ids;                        // the alternatives' ids, as `top`
 };
 
 // A tool call as the API returns it; `arguments` is JSON text.

@@ -128,8 +128,11 @@ struct ChoiceState {
     if (text.stopped()) return d;
     if (++tokens_used == 1) ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - arrived).count();
     if (want_lp) {
-      TokenLogprob lp{tok.token_bytes(step.id), step.logprob, {}, offset};
-      for (const auto& [id, p] : step.top) lp.top.emplace_back(tok.token_bytes(id), p);
+      TokenLogprob lp{tok.token_bytes(step.id), step.logprob, {}, offset, step.id, {}};
+      for (const auto& [id, p] : step.top) {
+        lp.top.emplace_back(tok.token_bytes(id), p);
+        lp.top_ids.push_back(id);
+      }
       lps.push_back(std::move(lp));
     }
     const std::string piece = text.push(step.id);

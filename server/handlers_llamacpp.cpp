@@ -100,6 +100,7 @@ HttpResponse run_llamacpp(ServerContext& ctx, const HttpRequest& req, LlamaCppRe
   meta.response_fields = std::move(r.response_fields);
   meta.generation_settings = llamacpp_generation_settings(r, g.request.sampling, g.request.max_tokens.value_or(-1));
   meta.return_tokens = r.return_tokens;
+  meta.probs = r.gen.logprobs;
   return run_generation(ctx, std::move(g), make_llamacpp_serializer(std::move(meta)));
 }
 

@@ -18,6 +18,7 @@ namespace {
 
 constexpr int kMaxRequestDepth = 64;
 constexpr int kMaxTokensCap = 1 << 20;
+constexpr int kMaxProbs = 64;  // the engine's top_logprobs bound
 constexpr size_t kMaxStops = 16;
 constexpr int kMaxChoices = 16;
 constexpr size_t kMaxChunks = 256;        // input_extra entries
@@ -219,7 +220,15 @@ LlamaCppRequest parse_llamacpp_request(std::string_view body, const engine::Samp
   require_off(j, "dynatemp_range", 0.0, "dynamic temperature");
   require_off(j, "mirostat", 0.0, "Mirostat sampling");
   require_off(j, "dry_multiplier", 0.0, "the DRY sampler");
-  require_off(j, "n_probs", 0.0, "token probabilities here; /v1/completions has logprobs");
+  // n_probs: llama.cpp's probabilities of the model (softmax of the raw logits), the chosen token's and
+  // the n most likely; with post_sampling_probs it reports the sampler chain's instead, not done here.
+  if (auto v = get_int(j, "n_probs", 0, kMaxProbs); v && *v > 0) {
+    if (get_bool(j, "post_sampling_probs", false))
+      throw invalid_field("post_sampling_probs", "post_sampling_probs is not supported by this server: n_probs "
+                                                 "reports the model's probabilities before sampling");
+    g.logprobs = true;
+    g.top_logprobs = static_cast<int>(*v);
+  }
   if (auto v = get_number(j, "top_n_sigma", -1e9, 1e9); v && *v > 0)
     throw invalid_field("top_n_sigma", "top_n_sigma is not supported by this server; leave it at -1");
   if (const json* l = field(j, "lora"); l && !(l->is_array() && l->empty()))
@@ -282,6 +291,7 @@ json llamacpp_generation_settings(const LlamaCppRequest& r, const engine::Sampli
           {"n_indent", r.limits.n_indent},
           {"t_max_predict_ms", r.limits.t_max_predict_ms},
           {"ignore_eos", r.ignore_eos},
+          {"n_probs", r.gen.top_logprobs},
           {"stream", r.gen.stream},
           {"samplers", r.samplers}};
 }

@@ -46,6 +46,7 @@ struct LlamaCppMeta {
   std::vector<std::string> response_fields;
   nlohmann::ordered_json generation_settings;
   bool return_tokens = false;
+  bool probs = false;                        // n_probs > 0: completion_probabilities
 };
 
 // The `generation_settings` a result reports: the sampling that ran.

@@ -1,6 +1,10 @@
 // llama-server's /completion and /infill results (field names and order as its server writes them).
+#include <cmath>
+#include <limits>
+
 #include "server/llamacpp_api.h"
 #include "server/sse.h"
+#include "tokenizer/stream_decoder.h"
 
 namespace anelm::server {
 
@@ -43,6 +47,30 @@ json timings(const ChoiceOutput::Stats& st) {
           {"predicted_per_second", rate(st.predicted_ms, st.completion_tokens)}};
 }
 
+// llama.cpp's completion_probabilities: per token its id, text (cut to whole UTF-8 characters),
+// bytes, log-probability and the n most likely tokens' in the same form.
+json prob_entry(int id, const std::string& bytes, float logprob) {
+  json b = json::array();
+  for (unsigned char c : bytes) b.push_back(c);
+  std::string rest = bytes;
+  const std::string text = tok::take_complete_utf8(rest);  // a split character's bytes: in `bytes` only
+  return {{"id", id}, {"token", text}, {"bytes", std::move(b)},
+          {"logprob", std::isfinite(logprob) ? logprob : std::numeric_limits<float>::lowest()}};
+}
+
+json probabilities(std::span<const TokenLogprob> lps) {
+  json out = json::array();
+  for (const TokenLogprob& lp : lps) {
+    json e = prob_entry(lp.id, lp.token, lp.logprob);
+    json top = json::array();
+    for (size_t k = 0; k < lp.top.size() && k < lp.top_ids.size(); ++k)
+      top.push_back(prob_entry(lp.top_ids[k], lp.top[k].first, lp.top[k].second));
+    e["top_logprobs"] = std::move(top);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 // llama.cpp's stop_type: a stop string is "word", an end-of-generation token "eos", a limit "limit".
 const char* stop_type(const ChoiceOutput& o) {
   if (o.finish_reason != "stop") return "limit";
@@ -54,10 +82,11 @@ class LlamaCppSerializer : public ResponseSerializer {
   explicit LlamaCppSerializer(LlamaCppMeta meta) : meta_(std::move(meta)) {}
 
   std::string choice_start(int) override { return {}; }
-  std::string delta(int index, const OutputDelta& d, std::span<const TokenLogprob>) override {
+  std::string delta(int index, const OutputDelta& d, std::span<const TokenLogprob> lps) override {
     if (d.content.empty()) return {};
-    return sse_data(dump({{"index", index}, {"content", d.content}, {"tokens", json::array()}, {"stop", false},
-                          {"id_slot", -1}}));
+    json j = {{"index", index}, {"content", d.content}, {"tokens", json::array()}, {"stop", false}, {"id_slot", -1}};
+    if (meta_.probs && !lps.empty()) j["completion_probabilities"] = probabilities(lps);
+    return sse_data(dump(j));
   }
   std::string choice_end(int index, const ChoiceOutput& out) override {
     return sse_data(dump(result(index, out, /*streamed=*/true)));
@@ -88,6 +117,7 @@ class LlamaCppSerializer : public ResponseSerializer {
               {"stopping_word", o.stop_sequence},
               {"tokens_cached", o.stats.prompt_tokens + o.stats.completion_tokens},
               {"timings", timings(o.stats)}};
+    if (meta_.probs && !streamed) j["completion_probabilities"] = probabilities(o.logprobs);
     return meta_.response_fields.empty() ? j : pick_fields(meta_.response_fields, j);
   }
 

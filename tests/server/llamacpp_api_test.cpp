@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -230,7 +231,10 @@ TEST_F(LlamaCppApi, UnsupportedFieldsAreRefusedByName) {
   refused("/completion", with("mirostat", 2), "mirostat", "not supported");
   refused("/completion", with("typical_p", 0.5), "typical_p", "not supported");
   refused("/completion", with("dry_multiplier", 0.8), "dry_multiplier", "not supported");
-  refused("/completion", with("n_probs", 3), "n_probs", "not supported");
+  refused("/completion", with("n_probs", 65), "n_probs", "n_probs");
+  json post_sampling = with("n_probs", 3);
+  post_sampling["post_sampling_probs"] = true;
+  refused("/completion", post_sampling, "post_sampling_probs", "not supported");
   refused("/completion", with("lora", json::array({{{"id", 0}, {"scale", 0.5}}})), "lora", "not supported");
   refused("/completion", with("grammar_lazy", true), "grammar_lazy", "not supported");
   refused("/completion", with("preserved_tokens", {"<|im_end|>"}), "preserved_tokens", "not supported");
@@ -249,6 +253,67 @@ TEST_F(LlamaCppApi, UnsupportedFieldsAreRefusedByName) {
                         with("n_keep", 10), with("id_slot", 3), with("cache_prompt", false), with("samplers", "kpt"),
                         with("grammar_lazy", false), with("preserved_tokens", json::array())})
     ok("/completion", b);
+}
+
+// n_probs: the chosen token's and the n most likely tokens' probabilities of the model (softmax of
+// the raw logits), as llama.cpp computes them: checked against llamacpp-logits on the same file (ids
+// and ranks exactly; values within 1e-2, the two engines' float differences on this random f32 model
+// being up to 6e-3).
+TEST_F(LlamaCppApi, NProbsAreLlamaCppsModelProbabilities) {
+  const fs::path logits = *shared_dir() / "peers/bin/llamacpp-logits";
+  if (!fs::exists(logits)) GTEST_SKIP() << "../shared/peers/bin/llamacpp-logits not found";
+  const std::vector<int> prompt = tokenize("Once upon a time, in a land far away");
+  std::string ids;
+  for (int id : prompt) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+  const fs::path out = *dir_ / "logits.json";
+  const std::string cmd = shell_quote(logits.string()) + " " + shell_quote(*model_) + " --ids '" + ids +
+                          "' --last --top 5 --threads 2 2>/dev/null > " + shell_quote(out.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const json peer = json::parse(std::ifstream(out))["positions"].back()["top"];
+  ASSERT_EQ(peer.size(), 5u);
+
+  const json body = {{"prompt", prompt}, {"n_predict", 3}, {"temperature", 0}, {"n_probs", 5}, {"return_tokens", true}};
+  const json j = ok("/completion", body);
+  ASSERT_EQ(j["completion_probabilities"].size(), 3u) << j.dump();
+  EXPECT_EQ(j["generation_settings"]["n_probs"], 5);
+  const json& first = j["completion_probabilities"][0];
+  EXPECT_EQ(first["id"], j["tokens"][0]);
+  EXPECT_EQ(first["id"], peer[0]["id"]) << "greedy: llama.cpp's most likely token";
+  EXPECT_NEAR(first["logprob"].get<double>(), std::log(peer[0]["p"].get<double>()), 1e-2);
+  ASSERT_EQ(first["top_logprobs"].size(), 5u);
+  for (size_t k = 0; k < 5; ++k) {
+    const json& t = first["top_logprobs"][k];
+    EXPECT_EQ(t["id"], peer[k]["id"]) << k;
+    EXPECT_NEAR(t["logprob"].get<double>(), std::log(peer[k]["p"].get<double>()), 1e-2) << k;
+    std::string bytes;
+    for (const json& b : t["bytes"]) bytes += static_cast<char>(b.get<int>());
+    EXPECT_EQ(bytes, peer[k]["piece"].get<std::string>()) << k;
+  }
+  // Streamed: each event carries its tokens' entries, and together they are the whole list (the
+  // prompt now comes from the cache: the last position is computed in another pass, values may
+  // differ in the last bits).
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  auto s = post("/completion", streamed_body);
+  ASSERT_TRUE(s && s->status == 200);
+  json streamed = json::array();
+  for (const std::string& p : sse_payloads(s->body)) {
+    const json e = json::parse(p);
+    if (e["stop"] == false)
+      for (const json& x : e["completion_probabilities"]) streamed.push_back(x);
+    else
+      EXPECT_FALSE(e.contains("completion_probabilities")) << "not repeated in the last event, as llama.cpp";
+  }
+  const json& whole = j["completion_probabilities"];
+  ASSERT_EQ(streamed.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(streamed[i]["id"], whole[i]["id"]);
+    EXPECT_EQ(streamed[i]["bytes"], whole[i]["bytes"]);
+    EXPECT_NEAR(streamed[i]["logprob"].get<double>(), whole[i]["logprob"].get<double>(), 1e-4);
+    ASSERT_EQ(streamed[i]["top_logprobs"].size(), 5u);
+    for (size_t k = 0; k < 5; ++k) EXPECT_EQ(streamed[i]["top_logprobs"][k]["id"], whole[i]["top_logprobs"][k]["id"]);
+  }
+  EXPECT_FALSE(ok("/completion", {{"prompt", prompt}, {"n_predict", 1}}).contains("completion_probabilities"));
 }
 
 // n_indent and t_max_predict_ms on the text as it is emitted, over Qwen2.5's tokenizer.
