@@ -80,7 +80,8 @@ std::vector<std::pair<int, float>> resolve_logit_bias(const tok::Tokenizer& tk, 
   return out;
 }
 
-HttpResponse run_llamacpp(ServerContext& ctx, const HttpRequest& req, LlamaCppRequest r, std::vector<int> prompt) {
+// Runs one or several prompts (one result per prompt and n_cmpl, as llama.cpp answers them).
+HttpResponse run_llamacpp(ServerContext& ctx, const HttpRequest& req, LlamaCppRequest r, std::vector<std::vector<int>> prompts) {
   const tok::Tokenizer& tk = ctx.tokenizer();
   if (r.infill_sampler) {
     if (!ctx.model().infill_vocab)
@@ -91,16 +92,26 @@ HttpResponse run_llamacpp(ServerContext& ctx, const HttpRequest& req, LlamaCppRe
     for (const auto& [id, bias] : resolve_logit_bias(tk, r.logit_bias)) r.gen.sampling.logit_bias.emplace_back(id, bias);
   if (r.ignore_eos)  // the ends are never sampled, and nothing stops at them
     for (int id : tk.vocab().eog_ids) r.gen.sampling.logit_bias.emplace_back(id, -100.0f);
-  PreparedGeneration g = prepare_text_generation(ctx, r.gen, std::move(prompt), -1, "prompt", req);
+  // The limits hold for the longest prompt, so that each prompt's request is valid.
+  size_t longest = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::string name = prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt";
+    if (prompts[i].empty()) throw invalid_field(name, name + " is empty after tokenization");
+    if (prompts[i].size() > prompts[longest].size()) longest = i;
+  }
+  PreparedGeneration g = prepare_text_generation(ctx, r.gen, prompts[longest], -1, "prompt", req);
+  g.request.prompt = prompts[0];
   if (r.ignore_eos) g.request.extra_stop_ids.clear();
   g.line_limits = r.limits;
   LlamaCppMeta meta;
   meta.model = served_model_id(ctx);
-  meta.prompt = tk.decode(g.request.prompt, /*skip_special=*/false);
+  for (const std::vector<int>& p : prompts) meta.prompts.push_back(tk.decode(p, /*skip_special=*/false));
+  meta.n = g.n;
   meta.response_fields = std::move(r.response_fields);
   meta.generation_settings = llamacpp_generation_settings(r, g.request.sampling, g.request.max_tokens.value_or(-1));
   meta.return_tokens = r.return_tokens;
   meta.probs = r.gen.logprobs;
+  if (prompts.size() > 1) g.prompts = std::move(prompts);
   return run_generation(ctx, std::move(g), make_llamacpp_serializer(std::move(meta)));
 }
 
@@ -109,8 +120,12 @@ HttpResponse run_llamacpp(ServerContext& ctx, const HttpRequest& req, LlamaCppRe
 HttpResponse handle_llamacpp_completion(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   LlamaCppRequest r = parse_llamacpp_request(req.body, ctx.model().sampling, /*infill=*/false);
-  std::vector<int> prompt = tokenize_mixed(ctx.tokenizer(), r.prompt, /*parse_special=*/true, /*bos=*/true, "prompt");
-  return run_llamacpp(ctx, req, std::move(r), std::move(prompt));
+  std::vector<std::vector<int>> prompts;
+  for (size_t i = 0; i < r.prompts.size(); ++i) {
+    const std::string name = r.prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt";
+    prompts.push_back(tokenize_mixed(ctx.tokenizer(), r.prompts[i], /*parse_special=*/true, /*bos=*/true, name.c_str()));
+  }
+  return run_llamacpp(ctx, req, std::move(r), std::move(prompts));
 }
 
 HttpResponse handle_infill(ServerContext& ctx, const HttpRequest& req) {
@@ -126,7 +141,7 @@ HttpResponse handle_infill(ServerContext& ctx, const HttpRequest& req) {
   in.extra = std::move(r.input_extra);
   std::vector<int> prompt = infill_prompt(tk, in, ctx.n_ctx(), r.gen.max_tokens.value_or(0));
   spdlog::debug("infill prompt ({} tokens): {}", prompt.size(), log_escape(tk.decode(prompt, false), 1 << 16));
-  return run_llamacpp(ctx, req, std::move(r), std::move(prompt));
+  return run_llamacpp(ctx, req, std::move(r), {std::move(prompt)});
 }
 
 }  // namespace anelm::server

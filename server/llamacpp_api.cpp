@@ -24,6 +24,7 @@ constexpr int kMaxChoices = 16;
 constexpr size_t kMaxChunks = 256;        // input_extra entries
 constexpr size_t kMaxResponseFields = 64;
 constexpr size_t kMaxPromptItems = 1 << 20;
+constexpr size_t kMaxPrompts = 16;  // /completion prompts per request (and prompts x n_cmpl: 64)
 
 // llama.cpp's chain when a request names none (common_params_sampling::samplers).
 const std::vector<std::string> kDefaultSamplers = {"penalties", "dry", "top_n_sigma", "top_k", "typ_p",
@@ -57,21 +58,27 @@ void require_off(const json& j, const char* key, double off, const std::string& 
                                  (off == 0 ? "0" : off == 1 ? "1" : std::to_string(off)));
 }
 
-// A prompt in llama.cpp's forms: a string, or an array of token ids and strings. Several prompts
-// (an array of strings or arrays) are for /v1/completions.
-json prompt_value(const json& v, const char* key) {
+// A prompt in llama.cpp's forms: a string, or an array of token ids and strings.
+json prompt_value(const json& v, const std::string& key) {
   if (v.is_string()) return v;
-  const std::string what = std::string(key) + " must be a string, or an array of token ids and strings";
+  const std::string what = key + " must be a string, or an array of token ids and strings";
   if (!v.is_array() || v.size() > kMaxPromptItems) throw invalid_field(key, what);
-  bool ids = false, texts = false;
-  for (const json& e : v) {
-    if (e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() <= std::numeric_limits<int>::max()) ids = true;
-    else if (e.is_string()) texts = true;
-    else throw invalid_field(key, what + " (several prompts at once: use /v1/completions)");
-  }
-  if (texts && !ids && v.size() > 1)
-    throw invalid_field(key, std::string(key) + ": several prompts at once are not supported here; use /v1/completions");
+  for (const json& e : v)
+    if (!e.is_string() && !(e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() <= std::numeric_limits<int>::max()))
+      throw invalid_field(key, what);
   return v;
+}
+
+// Several prompts, as llama.cpp reads them: an array without token ids whose items are strings or
+// arrays (["a", "b"], [[1, 2], "c"]); one result per prompt.
+bool several_prompts(const json& v) {
+  if (!v.is_array() || v.empty()) return false;
+  bool arrays = false;
+  for (const json& e : v) {
+    if (e.is_array()) arrays = true;
+    else if (!e.is_string()) return false;
+  }
+  return arrays || v.size() > 1;
 }
 
 // samplers: names (or llama.cpp's one-letter form, "kpmt"). A sampler left out does not run; the
@@ -199,7 +206,12 @@ LlamaCppRequest parse_llamacpp_request(std::string_view body, const engine::Samp
   } else {
     const json* p = field(j, "prompt");
     if (!p) throw invalid_field("prompt", "prompt is required");
-    r.prompt = prompt_value(*p, "prompt");
+    if (several_prompts(*p)) {
+      if (p->size() > kMaxPrompts) throw invalid_field("prompt", "at most " + std::to_string(kMaxPrompts) + " prompts per request");
+      for (size_t i = 0; i < p->size(); ++i) r.prompts.push_back(prompt_value((*p)[i], "prompt[" + std::to_string(i) + "]"));
+    } else {
+      r.prompts.push_back(prompt_value(*p, "prompt"));
+    }
   }
 
   GenerationFields& g = r.gen;
@@ -248,6 +260,8 @@ LlamaCppRequest parse_llamacpp_request(std::string_view body, const engine::Samp
   g.stop = parse_stop(j, kMaxStops);
   g.stream = get_bool(j, "stream", false);
   g.n = static_cast<int>(get_int(j, "n_cmpl", 1, kMaxChoices).value_or(get_int(j, "n", 1, kMaxChoices).value_or(1)));
+  if (r.prompts.size() * static_cast<size_t>(g.n) > 4 * kMaxPrompts)
+    throw invalid_field("n_cmpl", "prompts x n_cmpl is limited to " + std::to_string(4 * kMaxPrompts) + " results");
   g.grammar = parse_grammar(j);
   if (const json* js = field(j, "json_schema")) {
     if (!js->is_object() && !js->is_boolean()) throw invalid_field("json_schema", "json_schema must be a JSON Schema object");

@@ -20,7 +20,9 @@ namespace anelm::server {
 struct LlamaCppRequest {
   GenerationFields gen;   // sampling, stop, stream, grammar / json_schema, n (n_cmpl)
   // llama.cpp's prompt forms: a string, token ids, or both mixed in one array (strings are
-  // tokenized, ids kept). /infill: the text after the prefix on the cursor's line; may be absent.
+  // tokenized, ids kept). /completion: one or several prompts (one result each). /infill: `prompt`
+  // is the text after the prefix on the cursor's line; may be absent.
+  std::vector<nlohmann::ordered_json> prompts;
   nlohmann::ordered_json prompt;
   nlohmann::ordered_json input_prefix, input_suffix;  // /infill, same forms as prompt
   std::vector<InfillInput::Chunk> input_extra;        // /infill
@@ -36,13 +38,14 @@ struct LlamaCppRequest {
 // Parses /completion (infill = false) or /infill; throws ApiError (400, param = the field). Fields
 // a local server has no use for (id_slot, cache_prompt, t_max_prompt_ms, n_keep, ...) are accepted
 // and logged; those that would change the output and are not implemented (mirostat, dry, xtc,
-// typical_p, n_probs, lora, ...) are a 400 naming them.
+// typical_p, post_sampling_probs, lora, ...) are a 400 naming them.
 LlamaCppRequest parse_llamacpp_request(std::string_view body, const engine::SamplingParams& defaults, bool infill);
 
 // What a llama.cpp result reports besides the output.
 struct LlamaCppMeta {
   std::string model;
-  std::string prompt;                        // the prompt as text
+  std::vector<std::string> prompts;          // each prompt as text (result i reports prompts[i / n])
+  int n = 1;                                 // results per prompt (n_cmpl)
   std::vector<std::string> response_fields;
   nlohmann::ordered_json generation_settings;
   bool return_tokens = false;

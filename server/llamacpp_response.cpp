@@ -1,4 +1,5 @@
 // llama-server's /completion and /infill results (field names and order as its server writes them).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -110,7 +111,7 @@ class LlamaCppSerializer : public ResponseSerializer {
               {"tokens_predicted", o.stats.completion_tokens},
               {"tokens_evaluated", o.stats.prompt_tokens},
               {"generation_settings", meta_.generation_settings},
-              {"prompt", meta_.prompt},
+              {"prompt", meta_.prompts.empty() ? std::string() : meta_.prompts[std::min(static_cast<size_t>(index / std::max(meta_.n, 1)), meta_.prompts.size() - 1)]},
               {"has_new_line", o.content.find('\n') != std::string::npos},
               {"truncated", false},
               {"stop_type", stop_type(o)},

@@ -41,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       const LlamaCppRequest r = parse_llamacpp_request(body, {}, infill);
       (void)r.prompt.dump();
+      for (const auto& p : r.prompts) (void)p.dump();
       (void)llamacpp_generation_settings(r, r.gen.sampling, 1).dump();
     } catch (const ApiError&) {}
   }

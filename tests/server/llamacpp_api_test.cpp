@@ -244,7 +244,8 @@ TEST_F(LlamaCppApi, UnsupportedFieldsAreRefusedByName) {
   between["top_p"] = 0.9;
   between["min_p"] = 0.1;
   refused("/completion", between, "samplers", "before or after");
-  refused("/completion", with("prompt", json::array({"a", "b"})), "prompt", "/v1/completions");
+  refused("/completion", with("prompt", json::array({"a", json::array({1, -2})})), "prompt[1]", "token ids");
+  refused("/completion", with("prompt", json::array({"a", ""})), "prompt[1]", "empty");
   refused("/infill", {{"input_suffix", ""}}, "input_prefix", "required");
   refused("/infill", {{"input_prefix", ""}, {"input_suffix", ""}, {"input_extra", {{{"filename", "x"}}}}},
           "input_extra[0].text", "text");
@@ -314,6 +315,44 @@ TEST_F(LlamaCppApi, NProbsAreLlamaCppsModelProbabilities) {
     for (size_t k = 0; k < 5; ++k) EXPECT_EQ(streamed[i]["top_logprobs"][k]["id"], whole[i]["top_logprobs"][k]["id"]);
   }
   EXPECT_FALSE(ok("/completion", {{"prompt", prompt}, {"n_predict", 1}}).contains("completion_probabilities"));
+}
+
+// Several prompts (strings or arrays, as llama.cpp reads them): one result per prompt and n_cmpl,
+// index = prompt * n_cmpl + i, each the same as the prompt alone.
+TEST_F(LlamaCppApi, SeveralPromptsGiveOneResultEach) {
+  const std::vector<std::string> texts = {"Once upon a time", "def add(a, b):"};
+  std::vector<json> alone;
+  for (const std::string& t : texts)
+    alone.push_back(ok("/completion", {{"prompt", t}, {"n_predict", 6}, {"temperature", 0}, {"return_tokens", true}}));
+  const json both = ok("/completion", {{"prompt", {texts[0], tokenize(texts[1])}}, {"n_predict", 6}, {"temperature", 0},
+                                       {"return_tokens", true}});
+  ASSERT_TRUE(both.is_array()) << both.dump();
+  ASSERT_EQ(both.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(both[i]["index"], i);
+    EXPECT_EQ(both[i]["tokens"], alone[i]["tokens"]) << i;
+    EXPECT_EQ(both[i]["content"], alone[i]["content"]) << i;
+    EXPECT_EQ(both[i]["tokens_evaluated"], alone[i]["tokens_evaluated"]) << i;
+    EXPECT_EQ(both[i]["prompt"], alone[i]["prompt"]) << i;
+  }
+  const json four = ok("/completion", {{"prompt", texts}, {"n_predict", 4}, {"n_cmpl", 2}, {"seed", 3}});
+  ASSERT_EQ(four.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(four[i]["index"], i);
+    EXPECT_EQ(four[i]["prompt"], alone[i / 2]["prompt"]) << i;
+  }
+  // Streamed: each event names its result; every result ends with its stop event.
+  auto s = post("/completion", {{"prompt", texts}, {"n_predict", 6}, {"temperature", 0}, {"stream", true}});
+  ASSERT_TRUE(s && s->status == 200);
+  std::vector<std::string> content(2);
+  int stops = 0;
+  for (const std::string& p : sse_payloads(s->body)) {
+    const json e = json::parse(p);
+    content[e["index"].get<size_t>()] += e["content"].get<std::string>();
+    stops += e["stop"].get<bool>();
+  }
+  EXPECT_EQ(stops, 2);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(content[i], alone[i]["content"]) << i;
 }
 
 // n_indent and t_max_predict_ms on the text as it is emitted, over Qwen2.5's tokenizer.
