@@ -65,6 +65,15 @@ server::ServerOptions with_template(const std::string& relative) {
   return o;
 }
 
+// A server with Qwen3's template (a thinking model with tools) whose fake model replies `reply`
+// (empty: it echoes the prompt, so the answer is the rendered conversation).
+std::unique_ptr<TestServer> qwen3_server(std::string reply) {
+  FakeScript script;
+  script.reply = std::move(reply);
+  script.ctx = 4096;
+  return std::make_unique<TestServer>(script, with_template("chat-templates/Qwen-Qwen3-0.6B.jinja"));
+}
+
 httplib::Result post(const TestServer& s, const std::string& path, const json& body,
                      const std::string& content_type = "application/json", httplib::Headers headers = {}) {
   return s.client().Post(path.c_str(), headers, body.dump(), content_type.c_str());
@@ -297,10 +306,8 @@ json tool_request() {
 
 TEST(OllamaHttp, ToolCallsFromTheModelsSyntaxWithObjectArguments) {
   if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
-  FakeScript script;
-  script.reply = kToolReply;
-  script.ctx = 4096;
-  TestServer s(script, with_template("chat-templates/Qwen-Qwen3-0.6B.jinja"));
+  auto s_owner = qwen3_server(kToolReply);
+  TestServer& s = *s_owner;
   json req = tool_request();
   req["stream"] = false;
   auto r = post(s, "/api/chat", req);
@@ -324,9 +331,8 @@ TEST(OllamaHttp, ToolCallsFromTheModelsSyntaxWithObjectArguments) {
 
 TEST(OllamaHttp, ToolRoundTripRendersAsTheOpenAIRequestDoes) {
   if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
-  FakeScript echo;  // the engine echoes the prompt: the answer is the rendered conversation
-  echo.ctx = 4096;
-  TestServer s(echo, with_template("chat-templates/Qwen-Qwen3-0.6B.jinja"));
+  auto s_owner = qwen3_server("");
+  TestServer& s = *s_owner;
   json ollama = tool_request();
   ollama["stream"] = false;
   ollama["think"] = false;
@@ -355,24 +361,22 @@ TEST(OllamaHttp, ToolRoundTripRendersAsTheOpenAIRequestDoes) {
 
 TEST(OllamaHttp, GenerateReturnsAContextThatContinues) {
   if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
-  FakeScript script;
-  script.reply = "Blue light scatters.";
-  script.ctx = 4096;
-  TestServer s(script, with_template("chat-templates/Qwen-Qwen3-0.6B.jinja"));
+  const std::string reply = "Blue light scatters.";
+  auto s_owner = qwen3_server(reply);
+  TestServer& s = *s_owner;
   const json first = json::parse(post(s, "/api/generate", {{"prompt", "Why is the sky blue?"}, {"stream", false}, {"think", false}})->body);
-  EXPECT_EQ(first["response"], script.reply);
+  EXPECT_EQ(first["response"], reply);
   ASSERT_TRUE(first["context"].is_array()) << first.dump();
   EXPECT_EQ(first["context"].size(), first["prompt_eval_count"].get<size_t>() + first["eval_count"].get<size_t>());
 
   // The next turn, with the earlier exchange before it: the echoing engine shows the whole prompt.
-  FakeScript echo;
-  echo.ctx = 4096;
-  TestServer e(echo, with_template("chat-templates/Qwen-Qwen3-0.6B.jinja"));
+  auto e_owner = qwen3_server("");
+  TestServer& e = *e_owner;
   const json second = json::parse(post(e, "/api/generate", {{"prompt", "And at sunset?"}, {"context", first["context"]},
                                                             {"stream", false}, {"options", {{"num_predict", 3000}}}})->body);
   const std::string text = second["response"];
-  EXPECT_LT(text.find("Why is the sky blue?"), text.find(script.reply)) << text;
-  EXPECT_LT(text.find(script.reply), text.find("And at sunset?")) << text;
+  EXPECT_LT(text.find("Why is the sky blue?"), text.find(reply)) << text;
+  EXPECT_LT(text.find(reply), text.find("And at sunset?")) << text;
   EXPECT_EQ(second["prompt_eval_count"].get<size_t>(), first["context"].size() + json::parse(post(e, "/api/generate",
       {{"prompt", "And at sunset?"}, {"stream", false}, {"options", {{"num_predict", 1}}}})->body)["prompt_eval_count"].get<size_t>());
 
@@ -381,7 +385,7 @@ TEST(OllamaHttp, GenerateReturnsAContextThatContinues) {
   ASSERT_GE(raw.size(), 2u);
   std::string response;
   for (const json& c : raw) response += c["response"].get<std::string>();
-  EXPECT_EQ(response, script.reply);
+  EXPECT_EQ(response, reply);
   EXPECT_FALSE(raw.back().contains("context"));
   EXPECT_EQ(raw.back()["done"], true);
 
@@ -393,10 +397,8 @@ TEST(OllamaHttp, GenerateReturnsAContextThatContinues) {
 // A thinking model's reasoning comes back apart, as Ollama's `thinking`, on both routes.
 TEST(OllamaHttp, ThinkingApartFromTheAnswer) {
   if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
-  FakeScript script;
-  script.reply = "<think>\nRayleigh.\n</think>\n\nBlue light scatters.";
-  script.ctx = 4096;
-  TestServer s(script, with_template("chat-templates/Qwen-Qwen3-0.6B.jinja"));
+  auto s_owner = qwen3_server("<think>\nRayleigh.\n</think>\n\nBlue light scatters.");
+  TestServer& s = *s_owner;
   const json g = json::parse(post(s, "/api/generate", {{"prompt", "Why blue?"}, {"stream", false}, {"think", true}})->body);
   EXPECT_EQ(g["thinking"], "Rayleigh.");
   EXPECT_EQ(g["response"], "Blue light scatters.");
