@@ -245,10 +245,13 @@ HttpResponse handle_ollama_version(ServerContext&, const HttpRequest& req) {
 }
 
 // The served model is present: a pull of it (or of any name: requests may name any model) is done.
+// One NDJSON line whether streamed or not: clients that stream the pull (codex --oss) read lines.
 HttpResponse handle_ollama_pull(ServerContext& ctx, const HttpRequest& req) {
   return with_ollama_errors(req, [&] {
     require_ready(ctx);
-    return json_response({{"status", "success"}});
+    HttpResponse r = json_response({{"status", "success"}});
+    r.body += "\n";
+    return r;
   });
 }
 

@@ -24,9 +24,10 @@ namespace anelm::server {
 
 class ApiError;
 
-// The Ollama release whose API this server follows (GET /api/version): clients gate features
-// (tools, structured outputs, thinking, logprobs) on it.
-inline constexpr const char* kOllamaApiVersion = "0.13.0";
+// The Ollama release whose API this server follows (GET /api/version): clients gate features on it
+// (tools, structured outputs, thinking, logprobs; codex --oss uses /v1/responses from 0.13.4 on, and
+// anelm serves it).
+inline constexpr const char* kOllamaApiVersion = "0.13.4";
 
 struct OllamaChatRequest {
   ChatRequest chat;
