@@ -26,6 +26,7 @@ constexpr size_t kMaxStops = 16;        // StopMatcher checks every stop per emi
 constexpr int kMaxTokensCap = 1 << 20;
 constexpr size_t kMaxContextIds = 1 << 20;
 constexpr int kMaxTopLogprobs = 20;
+constexpr size_t kMaxToolCalls = 1024;  // per assistant turn: each tool result scans them for its name
 
 json parse_body(std::string_view body) { return parse_json_body(body, kMaxRequestDepth); }
 
@@ -214,6 +215,7 @@ class MessageTranslator {
 
   json tool_calls(const json& calls, const std::string& where) {
     if (!calls.is_array()) throw invalid_field(where, where + " must be an array");
+    if (calls.size() > kMaxToolCalls) throw invalid_field(where, where + ": at most " + std::to_string(kMaxToolCalls) + " calls");
     pending_.clear();
     json out = json::array();
     for (size_t k = 0; k < calls.size(); ++k) {

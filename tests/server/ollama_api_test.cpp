@@ -196,6 +196,9 @@ TEST(OllamaTranslate, DefaultsAndOptionEdges) {
             "messages[0].images");
   EXPECT_EQ(refused_param([] { server::parse_ollama_chat_request(R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"function": {}}]}]})"); }),
             "messages[1].tool_calls[0].function.name");
+  json many = json::parse(R"({"messages": [{"role": "assistant", "tool_calls": []}]})");
+  for (int i = 0; i < 1025; ++i) many["messages"][0]["tool_calls"].push_back({{"function", {{"name", "f"}}}});
+  EXPECT_EQ(refused_param([&] { server::parse_ollama_chat_request(many.dump()); }), "messages[0].tool_calls");
 }
 
 TEST(OllamaTranslate, GenerateAndEmbed) {
