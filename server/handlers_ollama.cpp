@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -77,11 +78,55 @@ json load_answer(ServerContext& ctx, bool chat) {
   return j;
 }
 
+// Ollama keeps a conversation that outgrew the context by dropping its oldest turns (system
+// messages and the last message stay), where the OpenAI routes refuse it; its clients (chat front
+// ends that resend the whole history) rely on that. The fewest turns are dropped: a binary search
+// over how many, each probe one render; the kept part starts at a user turn.
+// Called once the whole conversation was refused as too long; false when nothing can be dropped.
+bool fit_conversation(ServerContext& ctx, ChatRequest& r) {
+  const nlohmann::ordered_json& all = r.messages;
+  std::vector<size_t> turns;  // indices of the droppable messages, oldest first
+  for (size_t i = 0; i + 1 < all.size(); ++i)
+    if (all[i].value("role", "") != "system") turns.push_back(i);
+  auto without_first = [&](size_t k) {  // the conversation without the first k droppable messages
+    nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+    for (size_t i = 0, t = 0; i < all.size(); ++i) {
+      if (t < k && t < turns.size() && turns[t] == i) { ++t; continue; }
+      kept.push_back(all[i]);
+    }
+    return kept;
+  };
+  auto fits = [&](size_t k) {
+    ChatRequest probe = r;
+    probe.messages = without_first(k);
+    return static_cast<int64_t>(tokenize_chat_prompt(ctx, probe).ids.size()) < ctx.n_ctx();
+  };
+  if (turns.empty()) return false;
+  size_t lo = 1, hi = turns.size();  // the answer is in [lo, hi]; hi may still not fit
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  // Start at a user turn: no tool results without their call, no reply first (templates that
+  // check the roles alternate refuse that).
+  while (lo < turns.size() && all[turns[lo]].value("role", "") != "user") ++lo;
+  spdlog::info("ollama chat: the {} oldest messages dropped to fit the context of {} tokens", lo, ctx.n_ctx());
+  r.messages = without_first(lo);
+  return true;
+}
+
 HttpResponse chat(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   OllamaChatRequest r = parse_ollama_chat_request(req.body, ctx.model().sampling);
   if (r.load_only) return json_response(load_answer(ctx, true));
-  PreparedGeneration g = prepare_chat_generation(ctx, r.chat, req);
+  PreparedGeneration g;
+  try {
+    g = prepare_chat_generation(ctx, r.chat, req);
+  } catch (const ApiError& e) {
+    if (e.code() != "context_length_exceeded" || !fit_conversation(ctx, r.chat)) throw;
+    g = prepare_chat_generation(ctx, r.chat, req);
+  }
   OllamaMeta meta;
   meta.model = ollama_name(ctx);
   meta.logprobs = g.want_logprobs;

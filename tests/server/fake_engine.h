@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,8 +67,15 @@ class FakeEngine : public engine::Engine {
   std::atomic<int> cancelled{0};   // calls that ended with kCancelled
   std::atomic<int> running{0};     // generate() calls in progress (must never exceed 1)
   std::atomic<int> max_running{0};
+  // The prompt of the last generate() call (tests read it once the response is in).
+  std::vector<int> last_prompt() const {
+    std::lock_guard<std::mutex> lk(prompt_mu_);
+    return last_prompt_;
+  }
 
  private:
+  mutable std::mutex prompt_mu_;
+  std::vector<int> last_prompt_;
   FakeScript script_;
   engine::ModelConfig config_;
   struct Pending {

@@ -103,6 +103,10 @@ engine::GenerateResult FakeEngine::generate(const engine::GenerateRequest& req,
   int now = ++running;
   for (int m = max_running.load(); now > m && !max_running.compare_exchange_weak(m, now);) {}
   started++;
+  {
+    std::lock_guard<std::mutex> lk(prompt_mu_);
+    last_prompt_ = req.prompt;
+  }
   struct Guard { std::atomic<int>& r; ~Guard() { r--; } } guard{running};
   if (script_.throw_on_generate) throw Error(ErrorKind::kInternal, "fake engine failure");
   engine::validate_request(req, config_, script_.ctx);

@@ -418,6 +418,46 @@ TEST(OllamaHttp, ThinkingApartFromTheAnswer) {
   EXPECT_NE(json::parse(post(s, "/api/show", {{"model", "m"}})->body)["capabilities"].dump().find("thinking"), std::string::npos);
 }
 
+// A conversation longer than the context: Ollama drops the oldest turns (system and last message
+// kept), the fewest that make it fit; the OpenAI route refuses the same conversation.
+TEST(OllamaHttp, LongConversationDropsTheOldestTurns) {
+  FakeScript script;
+  script.reply = "ok";
+  script.ctx = 512;
+  TestServer s(script);
+  json messages = json::array({{{"role", "system"}, {"content", "SYS"}}});
+  for (int i = 0; i < 12; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "question " + std::to_string(i) + " " + std::string(30, 'q')}});
+    messages.push_back({{"role", "assistant"}, {"content", "answer " + std::to_string(i) + " " + std::string(30, 'a')}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "LAST"}});
+  auto openai = post(s, "/v1/chat/completions", {{"messages", messages}});
+  ASSERT_EQ(openai->status, 400) << "the OpenAI route refuses it";
+  EXPECT_EQ(json::parse(openai->body)["error"]["code"], "context_length_exceeded");
+  auto r = post(s, "/api/chat", {{"messages", messages}, {"stream", false}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string prompt = s.context().tokenizer().decode(s.engine().last_prompt(), false);
+  EXPECT_EQ(prompt.rfind("<|im_start|>system\nSYS<|im_end|>", 0), 0u) << "the system message stays first: " << prompt;
+  EXPECT_NE(prompt.find("LAST"), std::string::npos);
+  EXPECT_EQ(prompt.find("question 0 "), std::string::npos) << "the oldest turns are dropped";
+  EXPECT_NE(prompt.find("answer 11 "), std::string::npos) << "the newest turns stay";
+  EXPECT_LT(json::parse(r->body)["prompt_eval_count"].get<int>(), script.ctx);
+  // The fewest: the first kept message is a user turn, and with the turn before it (a question and
+  // its answer) the prompt would not fit (the OpenAI route, which drops nothing, refuses that).
+  const size_t q = prompt.find("question ");
+  ASSERT_NE(q, std::string::npos) << prompt;
+  EXPECT_LT(q, prompt.find("answer ")) << "the cut leaves a user turn first";
+  const size_t first_kept = 1 + 2 * static_cast<size_t>(std::stoi(prompt.substr(q + 9)));
+  json one_more = json::array({messages[0]});
+  for (size_t i = first_kept - 2; i < messages.size(); ++i) one_more.push_back(messages[i]);
+  EXPECT_EQ(post(s, "/v1/chat/completions", {{"messages", one_more}})->status, 400) << one_more.dump();
+
+  json huge = json::array({{{"role", "user"}, {"content", std::string(2000, 'x')}}});
+  auto refused = post(s, "/api/chat", {{"messages", huge}, {"stream", false}});
+  EXPECT_EQ(refused->status, 400) << "the last message alone does not fit: still refused";
+  EXPECT_TRUE(json::parse(refused->body)["error"].is_string());
+}
+
 TEST(OllamaHttp, ListingsVersionAndErrors) {
   FakeScript script;
   script.reply = "ok";
