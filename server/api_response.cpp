@@ -1,5 +1,6 @@
 // Serialises completions and chat completions (bodies and SSE chunk payloads) exactly as OpenAI.
 #include "server/api_response.h"
+#include "server/logprobs_json.h"
 
 #include <atomic>
 #include <chrono>
@@ -57,11 +58,6 @@ std::string token_text(std::string_view s) {
   return out;
 }
 
-json bytes_array(const std::string& s) {
-  json a = json::array();
-  for (unsigned char c : s) a.push_back(static_cast<int>(c));
-  return a;
-}
 
 // ---- /v1/completions --------------------------------------------------------------------------
 
@@ -206,20 +202,29 @@ class ChatSerializer : public ResponseSerializer {
     return j;
   }
   static json logprobs_json(std::span<const TokenLogprob> lps) {
-    json content = json::array();
-    for (const TokenLogprob& t : lps) {
-      json top = json::array();
-      for (const auto& [tok, p] : t.top)
-        top.push_back({{"token", text_value(tok)}, {"logprob", p}, {"bytes", bytes_array(tok)}});
-      content.push_back({{"token", text_value(t.token)}, {"logprob", t.logprob},
-                         {"bytes", bytes_array(t.token)}, {"top_logprobs", top}});
-    }
-    return {{"content", content}, {"refusal", nullptr}};
+    return {{"content", token_logprobs_json(lps)}, {"refusal", nullptr}};
   }
   ResponseMeta meta_;
 };
 
 }  // namespace
+
+json bytes_array(const std::string& s) {
+  json a = json::array();
+  for (unsigned char c : s) a.push_back(static_cast<int>(c));
+  return a;
+}
+
+json token_logprobs_json(std::span<const TokenLogprob> lps) {
+  json content = json::array();
+  for (const TokenLogprob& t : lps) {
+    json top = json::array();
+    for (const auto& [tok, p] : t.top) top.push_back({{"token", text_value(tok)}, {"logprob", p}, {"bytes", bytes_array(tok)}});
+    content.push_back({{"token", text_value(t.token)}, {"logprob", t.logprob}, {"bytes", bytes_array(t.token)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return content;
+}
 
 std::string ResponseSerializer::stream_error(const ApiError& e) { return sse_error(e); }
 std::string ResponseSerializer::keepalive() { return sse_comment("ping"); }

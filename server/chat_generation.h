@@ -26,6 +26,14 @@ ChatPromptTokens tokenize_chat_prompt(ServerContext& ctx, const ChatRequest& r);
 // names the prompt in errors), and the grammar / json_schema constraint.
 PreparedGeneration prepare_text_generation(ServerContext& ctx, const GenerationFields& f, std::vector<int> prompt,
                                            int default_max, const char* prompt_param, const HttpRequest& req);
+// The same for several prompts (at least one; each non-empty, else a 400 naming prompt_param[i]):
+// one job per prompt and choice, the limits set for the longest.
+PreparedGeneration prepare_text_generation(ServerContext& ctx, const GenerationFields& f,
+                                           std::vector<std::vector<int>> prompts, int default_max,
+                                           const char* prompt_param, const HttpRequest& req);
+
+// The model's BOS first when it wants one and `ids` does not already start with it.
+void maybe_add_bos(const tok::Tokenizer& tk, std::vector<int>& ids);
 
 // The generation for a validated chat request: prompt, sampling, output constraint and parser.
 PreparedGeneration prepare_chat_generation(ServerContext& ctx, const ChatRequest& r, const HttpRequest& req);

@@ -43,7 +43,8 @@ HttpResponse handle_ollama_pull(ServerContext& ctx, const HttpRequest& req);    
 // /api/create, /api/copy, /api/delete, /api/push, /api/blobs/: model management this server does not do.
 HttpResponse handle_ollama_unsupported(ServerContext& ctx, const HttpRequest& req);
 
-// The embedding vectors of `r`'s inputs ([count][dims], row-major), unit length when `normalize`.
+// The embedding vectors of `r`'s inputs ([count][dims], row-major), unit length when `normalize`;
+// call after require_ready.
 // `truncate`: an input longer than the context is cut to it instead of refused.
 struct EmbeddingsOutput {
   std::vector<float> vectors;

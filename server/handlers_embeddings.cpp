@@ -6,6 +6,7 @@
 
 #include "engine/embedding.h"
 #include "server/api_error.h"
+#include "server/chat_generation.h"
 #include "server/embeddings_api.h"
 #include "server/handlers.h"
 
@@ -31,7 +32,7 @@ std::vector<std::vector<int>> tokenize_inputs(const tok::Tokenizer& tk, Embeddin
   out.reserve(r.texts.size());
   for (size_t i = 0; i < r.texts.size(); ++i) {
     std::vector<int> ids = tk.encode(r.texts[i], /*parse_special=*/true);
-    if (v.add_bos && v.bos_id >= 0 && (ids.empty() || ids.front() != v.bos_id)) ids.insert(ids.begin(), v.bos_id);
+    maybe_add_bos(tk, ids);
     if (v.add_eos && v.eos_id >= 0 && (ids.empty() || ids.back() != v.eos_id)) ids.push_back(v.eos_id);
     if (ids.empty()) throw invalid_field("input[" + std::to_string(i) + "]", "input[" + std::to_string(i) + "] has no tokens");
     out.push_back(std::move(ids));
@@ -53,7 +54,6 @@ void wait_answer(EmbeddingChannel& ch, const HttpRequest& req) {
 
 EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, EmbeddingsRequest& r, bool truncate,
                                     bool normalize) {
-  require_ready(ctx);
   const engine::Engine& engine = *ctx.model().engine;
   const engine::Pooling pooling = serving_pooling(ctx);
   if (pooling == engine::Pooling::kNone) {

@@ -32,11 +32,6 @@ uint64_t fresh_seed() {
   return rng();
 }
 
-// BOS when the model wants one and the text did not already start with it.
-void maybe_add_bos(const tok::Tokenizer& tk, std::vector<int>& ids) {
-  const auto& v = tk.vocab();
-  if (v.add_bos && v.bos_id >= 0 && (ids.empty() || ids[0] != v.bos_id)) ids.insert(ids.begin(), v.bos_id);
-}
 
 // The tokens a prompt leaves for the answer. A prompt that leaves none is a 400 with code
 // context_length_exceeded and a message in the shape agents parse ("prompt is too long (N tokens >
@@ -165,24 +160,20 @@ HttpResponse handle_completions(ServerContext& ctx, const HttpRequest& req) {
   // Several prompts: one job per prompt and choice (choice index = prompt * n + i, as OpenAI). The
   // limits are computed for the longest prompt, so that every prompt's request is valid.
   std::vector<std::vector<int>> prompts;
-  size_t longest = 0;
-  for (size_t i = 0; i < r.prompts.size(); ++i) {
+  for (size_t i = 0; i < r.prompts.size(); ++i)
     prompts.push_back(completion_prompt(ctx, r, r.prompts[i], r.prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt"));
-    if (prompts[i].size() > prompts[longest].size()) longest = i;
-  }
-  PreparedGeneration g = prepare(ctx, r.gen, prompts[longest], ctx.options().default_max_tokens, "prompt");
-  g.request.prompt = prompts[0];
-  g.client_gone = req.client_gone;
-  constrain(ctx, g, r.gen, ChatShape{});
-  g.log = req.log;
+  PreparedGeneration g = prepare_text_generation(ctx, r.gen, std::move(prompts), ctx.options().default_max_tokens, "prompt", req);
   auto echo_of = [&](const CompletionPrompt& p) { return p.is_ids ? tk.decode(p.ids, true) : p.text; };
   if (r.echo) g.echo_text = echo_of(r.prompts[0]);
-  if (prompts.size() > 1) {
+  if (!g.prompts.empty())
     for (const CompletionPrompt& p : r.prompts) g.echo_texts.push_back(r.echo ? echo_of(p) : std::string());
-    g.prompts = std::move(prompts);
-  }
   ResponseMeta meta = meta_for(ctx, "cmpl-", g);
   return run_generation(ctx, std::move(g), make_completion_serializer(std::move(meta)));
+}
+
+void maybe_add_bos(const tok::Tokenizer& tk, std::vector<int>& ids) {
+  const auto& v = tk.vocab();
+  if (v.add_bos && v.bos_id >= 0 && (ids.empty() || ids[0] != v.bos_id)) ids.insert(ids.begin(), v.bos_id);
 }
 
 PreparedGeneration prepare_text_generation(ServerContext& ctx, const GenerationFields& f, std::vector<int> prompt,
@@ -191,6 +182,23 @@ PreparedGeneration prepare_text_generation(ServerContext& ctx, const GenerationF
   g.client_gone = req.client_gone;
   constrain(ctx, g, f, ChatShape{});
   g.log = req.log;
+  return g;
+}
+
+// Several prompts: one job per prompt and choice (choice index = prompt * n + i). The limits are
+// computed for the longest prompt, so that every prompt's request is valid.
+PreparedGeneration prepare_text_generation(ServerContext& ctx, const GenerationFields& f,
+                                           std::vector<std::vector<int>> prompts, int default_max,
+                                           const char* prompt_param, const HttpRequest& req) {
+  size_t longest = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::string name = prompts.size() > 1 ? std::string(prompt_param) + "[" + std::to_string(i) + "]" : prompt_param;
+    if (prompts[i].empty()) throw invalid_field(name, name + " is empty after tokenization");
+    if (prompts[i].size() > prompts[longest].size()) longest = i;
+  }
+  PreparedGeneration g = prepare_text_generation(ctx, f, prompts[longest], default_max, prompt_param, req);
+  g.request.prompt = prompts[0];
+  if (prompts.size() > 1) g.prompts = std::move(prompts);
   return g;
 }
 

@@ -92,26 +92,17 @@ HttpResponse run_llamacpp(ServerContext& ctx, const HttpRequest& req, LlamaCppRe
     for (const auto& [id, bias] : resolve_logit_bias(tk, r.logit_bias)) r.gen.sampling.logit_bias.emplace_back(id, bias);
   if (r.ignore_eos)  // the ends are never sampled, and nothing stops at them
     for (int id : tk.vocab().eog_ids) r.gen.sampling.logit_bias.emplace_back(id, -100.0f);
-  // The limits hold for the longest prompt, so that each prompt's request is valid.
-  size_t longest = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const std::string name = prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt";
-    if (prompts[i].empty()) throw invalid_field(name, name + " is empty after tokenization");
-    if (prompts[i].size() > prompts[longest].size()) longest = i;
-  }
-  PreparedGeneration g = prepare_text_generation(ctx, r.gen, prompts[longest], -1, "prompt", req);
-  g.request.prompt = prompts[0];
+  LlamaCppMeta meta;
+  for (const std::vector<int>& p : prompts) meta.prompts.push_back(tk.decode(p, /*skip_special=*/false));
+  PreparedGeneration g = prepare_text_generation(ctx, r.gen, std::move(prompts), -1, "prompt", req);
   if (r.ignore_eos) g.request.extra_stop_ids.clear();
   g.line_limits = r.limits;
-  LlamaCppMeta meta;
   meta.model = served_model_id(ctx);
-  for (const std::vector<int>& p : prompts) meta.prompts.push_back(tk.decode(p, /*skip_special=*/false));
   meta.n = g.n;
   meta.response_fields = std::move(r.response_fields);
   meta.generation_settings = llamacpp_generation_settings(r, g.request.sampling, g.request.max_tokens.value_or(-1));
   meta.return_tokens = r.return_tokens;
   meta.probs = r.gen.logprobs;
-  if (prompts.size() > 1) g.prompts = std::move(prompts);
   return run_generation(ctx, std::move(g), make_llamacpp_serializer(std::move(meta)));
 }
 

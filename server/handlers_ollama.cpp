@@ -84,7 +84,7 @@ json load_answer(ServerContext& ctx, bool chat) {
 // over how many, each probe one render; the kept part starts at a user turn.
 // Called once the whole conversation was refused as too long; false when nothing can be dropped.
 bool fit_conversation(ServerContext& ctx, ChatRequest& r) {
-  const nlohmann::ordered_json& all = r.messages;
+  const nlohmann::ordered_json all = std::move(r.messages);  // each probe renders r with a cut of it
   std::vector<size_t> turns;  // indices of the droppable messages, oldest first
   for (size_t i = 0; i + 1 < all.size(); ++i)
     if (all[i].value("role", "") != "system") turns.push_back(i);
@@ -97,11 +97,13 @@ bool fit_conversation(ServerContext& ctx, ChatRequest& r) {
     return kept;
   };
   auto fits = [&](size_t k) {
-    ChatRequest probe = r;
-    probe.messages = without_first(k);
-    return static_cast<int64_t>(tokenize_chat_prompt(ctx, probe).ids.size()) < ctx.n_ctx();
+    r.messages = without_first(k);
+    return static_cast<int64_t>(tokenize_chat_prompt(ctx, r).ids.size()) < ctx.n_ctx();
   };
-  if (turns.empty()) return false;
+  if (turns.empty()) {
+    r.messages = all;
+    return false;
+  }
   size_t lo = 1, hi = turns.size();  // the answer is in [lo, hi]; hi may still not fit
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
@@ -168,8 +170,7 @@ HttpResponse generate(ServerContext& ctx, const HttpRequest& req) {
     g = prepare_text_generation(ctx, r.gen, fim_prompt(tk, tk.encode(r.prompt, false), r.suffix), -1, "prompt", req);
   } else if (r.raw) {  // the prompt as the client wrote it, markup included
     std::vector<int> ids = tk.encode(r.prompt, /*parse_special=*/true);
-    const auto& v = tk.vocab();
-    if (v.add_bos && v.bos_id >= 0 && (ids.empty() || ids[0] != v.bos_id)) ids.insert(ids.begin(), v.bos_id);
+    maybe_add_bos(tk, ids);
     g = prepare_text_generation(ctx, r.gen, std::move(ids), -1, "prompt", req);
   } else {  // a user turn (under `system`) through the model's chat template
     ChatRequest c;

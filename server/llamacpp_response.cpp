@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "server/llamacpp_api.h"
+#include "server/logprobs_json.h"
 #include "server/sse.h"
 #include "tokenizer/stream_decoder.h"
 
@@ -51,11 +52,9 @@ json timings(const ChoiceOutput::Stats& st) {
 // llama.cpp's completion_probabilities: per token its id, text (cut to whole UTF-8 characters),
 // bytes, log-probability and the n most likely tokens' in the same form.
 json prob_entry(int id, const std::string& bytes, float logprob) {
-  json b = json::array();
-  for (unsigned char c : bytes) b.push_back(c);
   std::string rest = bytes;
   const std::string text = tok::take_complete_utf8(rest);  // a split character's bytes: in `bytes` only
-  return {{"id", id}, {"token", text}, {"bytes", std::move(b)},
+  return {{"id", id}, {"token", text}, {"bytes", bytes_array(bytes)},
           {"logprob", std::isfinite(logprob) ? logprob : std::numeric_limits<float>::lowest()}};
 }
 

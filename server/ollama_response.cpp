@@ -9,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/json_body.h"
+#include "server/logprobs_json.h"
 #include "server/ollama_api.h"
 
 namespace anelm::server {
@@ -38,23 +39,6 @@ namespace {
 std::string line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
 
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
-
-// Ollama's logprobs entries: {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}.
-json bytes_of(const std::string& s) {
-  json b = json::array();
-  for (unsigned char c : s) b.push_back(c);
-  return b;
-}
-
-json logprobs_json(std::span<const TokenLogprob> lps) {
-  json out = json::array();
-  for (const TokenLogprob& t : lps) {
-    json top = json::array();
-    for (const auto& [token, lp] : t.top) top.push_back({{"token", token}, {"logprob", lp}, {"bytes", bytes_of(token)}});
-    out.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes_of(t.token)}, {"top_logprobs", std::move(top)}});
-  }
-  return out;
-}
 
 json tool_calls_json(const std::vector<ToolCallOut>& calls) {
   json out = json::array();
@@ -86,7 +70,7 @@ class OllamaSerializer : public ResponseSerializer {
       if (!d.reasoning.empty()) j["thinking"] = d.reasoning;
     }
     j["done"] = false;
-    if (meta_.logprobs && !lps.empty()) j["logprobs"] = logprobs_json(lps);
+    if (meta_.logprobs && !lps.empty()) j["logprobs"] = token_logprobs_json(lps);
     return line(j);
   }
 
@@ -120,7 +104,7 @@ class OllamaSerializer : public ResponseSerializer {
       j["response"] = o.content;
       if (!o.reasoning.empty()) j["thinking"] = o.reasoning;
     }
-    if (meta_.logprobs) j["logprobs"] = logprobs_json(o.logprobs);
+    if (meta_.logprobs) j["logprobs"] = token_logprobs_json(o.logprobs);
     return finish(std::move(j), o, u).dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
