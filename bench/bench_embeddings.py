@@ -2,7 +2,10 @@
 """Embedding throughput: `anelm serve` /v1/embeddings against llama.cpp on the same GGUF and texts.
 
 Usage: bench/bench_embeddings.py [--model FILE.gguf | --shape qwen3-0.6b --dtype q8_0] [--anelm build/anelm]
-       [--inputs 32] [--words 96] [--threads 2] [--rounds 3] [--reps 3] [--port 18131]
+       [--inputs 32] [--words 96] [--threads 2] [--rounds 3] [--reps 3] [--port 18131] [--pooling rank]
+
+--pooling rank measures a reranker instead (a Qwen3-Reranker-shaped GGUF): the texts are documents
+scored against one query, on /v1/rerank against node-llama-cpp's ranking context (the same pairs).
 
 Without --model, writes a random Qwen3-Embedding-0.6B-shaped GGUF (`anelm make-model --arch qwen3
 --shape qwen3-0.6b --pooling last`, the real Qwen2.5 tokenizer). Texts: --inputs deterministic
@@ -66,19 +69,26 @@ def free_port():
     return port
 
 
-def anelm_round(port, inputs, reps):
+QUERY = "Which document mentions a harbor at morning?"
+
+
+def anelm_request(inputs, rank):
+    return ("/v1/rerank", {"query": QUERY, "documents": inputs}) if rank else ("/v1/embeddings", {"input": inputs})
+
+
+def anelm_round(port, inputs, reps, rank):
     tok_s = []
     for _ in range(reps):
         t0 = time.perf_counter()
-        j = post(port, "/v1/embeddings", {"input": inputs})
+        j = post(port, *anelm_request(inputs, rank))
         dt = time.perf_counter() - t0
         tok_s.append(j["usage"]["prompt_tokens"] / dt)
     return j["usage"]["prompt_tokens"], tok_s
 
 
-def peer_round(model, texts_file, threads, reps):
+def peer_round(model, texts_file, threads, reps, rank):
     out = subprocess.run(["node", os.path.join(ROOT, "bench", "llamacpp_embed_bench.mjs"), KIT, model, texts_file,
-                          "--threads", str(threads), "--reps", str(reps)],
+                          "--threads", str(threads), "--reps", str(reps)] + (["--rank", QUERY] if rank else []),
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -98,6 +108,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--port", type=int, default=0)
     a = ap.parse_args()
+    rank = a.pooling == "rank"
 
     if subprocess.run([os.path.join(KIT, "install.sh"), "--check"], capture_output=True).returncode != 0:
         subprocess.run([os.path.join(KIT, "install.sh")], check=True, stdout=sys.stderr)
@@ -120,10 +131,10 @@ def main():
     rounds = []
     try:
         wait_healthy(port, 120)
-        post(port, "/v1/embeddings", {"input": inputs})  # warm-up (weights resident, pages touched)
+        post(port, *anelm_request(inputs, rank))  # warm-up (weights resident, pages touched)
         for r in range(a.rounds):
-            peer = peer_round(model, texts_file, a.threads, a.reps)
-            tokens, ours = anelm_round(port, inputs, a.reps)
+            peer = peer_round(model, texts_file, a.threads, a.reps, rank)
+            tokens, ours = anelm_round(port, inputs, a.reps, rank)
             p, o = statistics.median(peer["tok_s_all"]), statistics.median(ours)
             rounds.append({"round": r + 1, "llamacpp_tok_s": round(p, 1), "anelm_tok_s": round(o, 1),
                            "ratio": round(o / p, 3), "llamacpp_tok_s_all": peer["tok_s_all"],
@@ -135,7 +146,7 @@ def main():
         server.wait()
         shutil.rmtree(tmp, ignore_errors=True)  # the made model is ~600 MB
     ratios = [r["ratio"] for r in rounds]
-    print(json.dumps({"bench": "embeddings", "cpu": cpu_name(), "model": model, "threads": a.threads,
+    print(json.dumps({"bench": "rerank" if rank else "embeddings", "cpu": cpu_name(), "model": model, "threads": a.threads,
                       "inputs": a.inputs, "words_per_input": a.words, "rounds": rounds,
                       "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
                       "timestamp_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))

@@ -140,9 +140,21 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   if (c.arch == Arch::kGpt2) gpt2_from_gguf(g, c);
 
   c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
-  // llama.cpp's pooling types 0-3. Rank (4: a reranker's classifier head) and unknown values leave
-  // kNone: the model still generates, and /v1/embeddings needs --embeddings (mean pooling) for it.
+  // llama.cpp's pooling types 0-4. Rank (4) is a reranker's classifier head over the last token,
+  // read for Qwen3 (Qwen3-Reranker, as llama.cpp's converter writes it: cls.output = the LM head's
+  // "yes" and "no" rows); other families' rank files, and unknown values, leave kNone: the model
+  // still generates, and /v1/embeddings needs --embeddings (mean pooling) for it.
   if (auto v = g.find_int(p + "pooling_type"); v && *v >= 0 && *v <= 3) c.pooling = static_cast<Pooling>(*v);
+  if (auto v = g.find_int(p + "pooling_type"); v && *v == 4 && c.arch == Arch::kQwen3) {
+    const GgufTensorInfo* t = g.find_tensor("cls.output.weight");
+    if (!t || t->ne.size() != 2) {
+      throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': " + p + "pooling_type = 4 (rank) needs the " +
+                                          "classifier tensor cls.output.weight [n_labels, d_model], which " +
+                                          (t ? "is not 2-D" : "is missing"));
+    }
+    c.pooling = Pooling::kRank;
+    c.n_cls_out = to_int(g, "cls.output.weight rows", t->ne[1]);
+  }
   // The declared id, as HF config.json's bos_token_id; whether a prompt gets it is the tokenizer's
   // business (tokenizer.ggml.add_bos_token).
   if (auto bos = find_token_id(g, "tokenizer.ggml.bos_token_id")) c.bos_id = *bos;

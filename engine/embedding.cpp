@@ -23,6 +23,9 @@ using Clock = std::chrono::steady_clock;
 
 void validate_embed_request(const EmbedRequest& req, const ModelConfig& cfg, int ctx) {
   if (req.pooling == Pooling::kNone) invalid("embeddings need a pooling type (mean, cls or last), got none");
+  if (req.pooling == Pooling::kRank && cfg.pooling != Pooling::kRank) {
+    invalid("rank pooling needs a reranker's classifier head (pooling_type rank in the model file)");
+  }
   if (req.inputs.empty()) invalid("input: no inputs");
   if (req.inputs.size() > static_cast<size_t>(EmbedLimits::kMaxInputs)) {
     invalid("input: " + std::to_string(req.inputs.size()) + " inputs exceed the limit of " +
@@ -86,8 +89,8 @@ void Embedder::start(EmbedRequest req, EmbedDoneCallback on_done) {
   validate_embed_request(req, cfg_, kv_.ctx());
   auto job = std::make_unique<Job>();
   job->t0 = Clock::now();
-  job->res.dims = cfg_.d_model;
-  job->res.vectors.assign(req.inputs.size() * static_cast<size_t>(cfg_.d_model), 0.0f);
+  job->res.dims = req.pooling == Pooling::kRank ? cfg_.n_cls_out : cfg_.d_model;
+  job->res.vectors.assign(req.inputs.size() * static_cast<size_t>(job->res.dims), 0.0f);
   for (const auto& in : req.inputs) job->res.prompt_tokens += static_cast<int>(in.size());
   job->req = std::move(req);
   job->on_done = std::move(on_done);
@@ -132,7 +135,7 @@ void Embedder::plan() {
 void Embedder::pool(const Lane& lane, const SeqRows& rows) {
   const int d = cfg_.d_model;
   const float* x = acts_.x.data() + static_cast<int64_t>(rows.row) * d;
-  float* out = lane.job->res.vectors.data() + static_cast<int64_t>(lane.input) * d;
+  float* out = lane.job->res.vectors.data() + static_cast<int64_t>(lane.input) * lane.job->res.dims;
   const bool last = lane.done + rows.n == lane.len;
   switch (lane.job->req.pooling) {
     case Pooling::kLast:
@@ -154,6 +157,9 @@ void Embedder::pool(const Lane& lane, const SeqRows& rows) {
       }
       break;
     }
+    case Pooling::kRank:  // a reranker's label probabilities: [n_cls_out] per input
+      if (last) tf_.classify(acts_, x + static_cast<int64_t>(rows.n - 1) * d, out);
+      break;
     case Pooling::kNone: break;  // refused by validate_embed_request
   }
 }

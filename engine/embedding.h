@@ -32,13 +32,15 @@ struct EmbedLimits {
 
 struct EmbedRequest {
   std::vector<std::vector<int>> inputs;       // token ids per input; each non-empty and <= ctx tokens
-  Pooling pooling = Pooling::kMean;           // kMean, kCls or kLast (kNone is refused)
+  // kMean, kCls or kLast; kRank needs a reranker (its classifier head); kNone is refused.
+  Pooling pooling = Pooling::kMean;
   const std::atomic<bool>* cancel = nullptr;  // optional; raised by another thread
 };
 
 struct EmbedResult {
-  int dims = 0;                 // d_model
-  std::vector<float> vectors;   // [inputs][dims], pooled but not normalised (llama.cpp's raw output)
+  int dims = 0;                 // d_model; kRank: n_cls_out
+  std::vector<float> vectors;   // [inputs][dims], pooled but not normalised (llama.cpp's raw output);
+                                // kRank: the label probabilities, [0] the relevance score
   int prompt_tokens = 0;        // sum of the inputs' lengths
   double ms = 0;                // from start to the last input's pass
 };

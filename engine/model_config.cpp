@@ -64,6 +64,7 @@ const char* pooling_name(Pooling p) {
     case Pooling::kMean: return "mean";
     case Pooling::kCls: return "cls";
     case Pooling::kLast: return "last";
+    case Pooling::kRank: return "rank";
   }
   return "unknown";
 }
@@ -143,6 +144,9 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (!(rope_attn_factor > 0.0f) || !std::isfinite(rope_attn_factor)) {
     p.add("rope_attn_factor", rope_attn_factor, "must be finite and > 0");
+  }
+  if (pooling == Pooling::kRank && (n_cls_out < 1 || n_cls_out > 64)) {
+    p.add("n_cls_out", n_cls_out, "a reranker's classifier head needs 1..64 labels");
   }
   if (!(rms_eps > 0.0f && rms_eps < 1e-1f)) p.add("rms_eps", rms_eps, "must be in (0, 0.1)");
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)) p.add("rope_theta", rope_theta, "must be > 0");

@@ -14,7 +14,9 @@ const char* arch_name(Arch a);
 
 // How an embedding is pooled from the final hidden states (after the output norm); the values are
 // llama.cpp's llama_pooling_type, as GGUF stores them in `<arch>.pooling_type`.
-enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
+// kRank: a reranker (Qwen3-Reranker): the last token's state through the classifier head
+// (cls.output), softmaxed; its first value is the relevance score.
+enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
 const char* pooling_name(Pooling p);
 
 // Llama-3's rope scaling (transformers' _compute_llama3_parameters) as per-pair divisors of the
@@ -85,6 +87,7 @@ struct ModelConfig {
   // GGUF `<arch>.pooling_type`: kNone for a generative model; anything else marks an embedding
   // model (Qwen3-Embedding: kLast), which the server serves on /v1/embeddings without --embeddings.
   Pooling pooling = Pooling::kNone;
+  int n_cls_out = 0;           // kRank: rows of the classifier head (Qwen3-Reranker: 2, "yes" and "no")
 
   // Hybrid models (Qwen3.5): the mixer of every layer, [n_layers]; empty means all attention.
   std::vector<Mixer> mixers;

@@ -120,6 +120,11 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
     s.push_back({&w.lm_head, n.global("output.weight", "lm_head.weight"), {v, d}, "[vocab, d_model]",
                  Role::kMatrix, false});
   }
+  if (c.pooling == Pooling::kRank) {
+    const int64_t nc = c.n_cls_out;
+    s.push_back({&w.cls_out, n.global("cls.output.weight", ""), {nc, d}, "[n_labels, d_model]", Role::kMatrix, true});
+    s.push_back({&w.cls_out_b, n.global("cls.output.bias", ""), {nc}, "[n_labels]", Role::kVector, false});
+  }
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[l];

@@ -2,6 +2,7 @@
 #include "engine/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "engine/error.h"
@@ -33,6 +34,20 @@ void Transformer::logits(Activations& acts, const float* x, int n, std::span<con
   for (int i = 0; i < m; ++i) output_norm(row(i), 1, acts.xb.data() + static_cast<int64_t>(i) * d);
   const LinearOut head[] = {{&w_.lm_head, out}};
   parallel_linear(pool_, k_, acts.xb.data(), m, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
+}
+
+void Transformer::classify(Activations& acts, const float* x, float* out) {
+  const int d = cfg_.d_model, nc = cfg_.n_cls_out;
+  output_norm(x, 1, acts.xb.data());
+  const LinearOut head[] = {{&w_.cls_out, out}};
+  parallel_linear(pool_, k_, acts.xb.data(), 1, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
+  if (const auto* b = static_cast<const float*>(w_.cls_out_b.data)) {
+    for (int i = 0; i < nc; ++i) out[i] += b[i];
+  }
+  const float mx = *std::max_element(out, out + nc);
+  double sum = 0;
+  for (int i = 0; i < nc; ++i) sum += std::exp(static_cast<double>(out[i] - mx));
+  for (int i = 0; i < nc; ++i) out[i] = static_cast<float>(std::exp(static_cast<double>(out[i] - mx)) / sum);
 }
 
 void Transformer::output_norm(const float* x, int n, float* out) const {

@@ -71,6 +71,11 @@ class Transformer {
   // head executor is set): the hidden states embeddings are pooled from, without the LM head.
   void output_norm(const float* x, int n, float* out) const;
 
+  // out[n_cls_out] = softmax(cls_out . final_rmsnorm(x) + cls_out_b) for one residual row: a
+  // reranker's label probabilities (llama.cpp's rank pooling for Qwen3; out[0] is "yes"). Uses
+  // acts.xb row 0 and the quantisation scratch, free once the layers ran.
+  void classify(Activations& acts, const float* x, float* out);
+
  private:
   // out[i][vocab] = lm_head . rmsnorm(x[rows[i]]); rows empty: every one of the n rows of x.
   void logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out);

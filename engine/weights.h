@@ -54,6 +54,8 @@ struct ModelWeights {
   TensorView lm_head;    // [vocab, d_model]; same memory as tok_embd when tied
   TensorView out_norm_b; // [d_model] LayerNorm bias (GPT-2; empty otherwise)
   TensorView pos_embd;   // [max_ctx, d_model] learned positions (GPT-2; empty otherwise)
+  TensorView cls_out;    // [n_cls_out, d_model] a reranker's classifier head (empty otherwise)
+  TensorView cls_out_b;  // [n_cls_out] its bias (optional)
   std::vector<LayerWeights> layers;
 };
 

@@ -96,6 +96,7 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
   if (const auto v = g.find_bool("tokenizer.ggml.add_eos_token")) d.add_eos = *v;
   if (const auto v = g.find_bool("tokenizer.ggml.add_space_prefix")) d.add_space_prefix = *v;
   if (const auto v = g.find_string("tokenizer.chat_template")) d.chat_template = *v;
+  if (const auto v = g.find_string("tokenizer.chat_template.rerank")) d.rerank_template = *v;
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                           "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
                           "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id",

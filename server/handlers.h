@@ -2,9 +2,11 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/api_error.h"
+#include "engine/embedding.h"
 #include "server/embeddings_api.h"
 #include "server/http_types.h"
 #include "server/server_context.h"
@@ -24,6 +26,7 @@ HttpResponse handle_tokenize(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_detokenize(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_metrics(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_embeddings(ServerContext& ctx, const HttpRequest& req);  // POST /v1/embeddings (handlers_embeddings.cpp)
+HttpResponse handle_rerank(ServerContext& ctx, const HttpRequest& req);  // POST /v1/rerank (handlers_rerank.cpp)
 // Anthropic Messages API (handlers_anthropic.cpp); errors in Anthropic's shape.
 HttpResponse handle_messages(ServerContext& ctx, const HttpRequest& req);      // POST /v1/messages
 HttpResponse handle_count_tokens(ServerContext& ctx, const HttpRequest& req);  // POST /v1/messages/count_tokens
@@ -53,6 +56,15 @@ struct EmbeddingsOutput {
 };
 EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, EmbeddingsRequest& r, bool truncate,
                                     bool normalize);
+
+// Runs one embedding-engine job (embeddings, or a reranker's scores) and waits for it; cancels it
+// when the client hangs up. Throws 429/503 when the worker does not take it, and the job's error.
+engine::EmbedResult run_embed_job(ServerContext& ctx, const HttpRequest& req, engine::EmbedRequest er);
+
+// The token ids of one rerank (query, document) pair, as llama-server builds them: the model's rerank
+// template (GGUF tokenizer.chat_template.rerank) with {query} and {document} replaced, special tokens
+// parsed and no BOS added; without one, [BOS] query [EOS] document [EOS] as the vocabulary adds them.
+std::vector<int> rerank_prompt(const tok::Tokenizer& tk, std::string_view query, std::string_view document);
 
 // Runs `fn`; any failure becomes a response with its status, Retry-After, and `body(e)`: the error
 // in the shape of the route's API (Anthropic's, Ollama's).

@@ -52,6 +52,23 @@ void wait_answer(EmbeddingChannel& ch, const HttpRequest& req) {
 
 }  // namespace
 
+engine::EmbedResult run_embed_job(ServerContext& ctx, const HttpRequest& req, engine::EmbedRequest er) {
+  auto ch = std::make_shared<EmbeddingChannel>();
+  const EngineWorker::Admit admit = ctx.worker().try_submit_embedding(EmbeddingJob{std::move(er), ch});
+  if (admit == EngineWorker::Admit::kQueueFull) {
+    ctx.metrics().queue_rejections++;
+    throw queue_full(ctx.options().retry_after_s);
+  }
+  if (admit == EngineWorker::Admit::kStopped) throw unavailable("the server is shutting down", ctx.options().retry_after_s);
+  wait_answer(*ch, req);
+  if (const auto& e = ch->error()) {
+    if (e->kind() == ErrorKind::kCancelled)
+      throw unavailable("the request was cancelled: the server is shutting down", ctx.options().retry_after_s);
+    throw *e;
+  }
+  return std::move(ch->result());
+}
+
 EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, EmbeddingsRequest& r, bool truncate,
                                     bool normalize) {
   const engine::Engine& engine = *ctx.model().engine;
@@ -60,6 +77,11 @@ EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, 
     throw ApiError(501, "not_supported_error",
                    "this model is not an embedding model (no pooling_type in the file): start the server with "
                    "--embeddings to serve mean-pooled embeddings of it");
+  }
+  if (pooling == engine::Pooling::kRank) {
+    throw ApiError(501, "not_supported_error",
+                   "this model is a reranker (pooling_type rank in the file): it scores documents against a "
+                   "query on POST /v1/rerank, and gives no embeddings");
   }
   const int n_embd = engine.config().d_model;
   if (r.dimensions && *r.dimensions > n_embd) {
@@ -95,22 +117,9 @@ EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, 
   }
   if (req.log) req.log->prompt_tokens = prompt_tokens;
 
-  auto ch = std::make_shared<EmbeddingChannel>();
-  const EngineWorker::Admit admit = ctx.worker().try_submit_embedding(EmbeddingJob{std::move(er), ch});
-  if (admit == EngineWorker::Admit::kQueueFull) {
-    ctx.metrics().queue_rejections++;
-    throw queue_full(ctx.options().retry_after_s);
-  }
-  if (admit == EngineWorker::Admit::kStopped) throw unavailable("the server is shutting down", ctx.options().retry_after_s);
-  wait_answer(*ch, req);
-  if (const auto& e = ch->error()) {
-    if (e->kind() == ErrorKind::kCancelled)
-      throw unavailable("the request was cancelled: the server is shutting down", ctx.options().retry_after_s);
-    throw *e;
-  }
+  engine::EmbedResult res = run_embed_job(ctx, req, std::move(er));
 
   // OpenAI's vectors are unit length; `dimensions` keeps the first values and normalises again.
-  engine::EmbedResult& res = ch->result();
   EmbeddingsOutput out;
   out.dims = r.dimensions.value_or(res.dims);
   out.prompt_tokens = res.prompt_tokens;

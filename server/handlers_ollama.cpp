@@ -118,10 +118,21 @@ bool fit_conversation(ServerContext& ctx, ChatRequest& r) {
   return true;
 }
 
+// `think` asked of a model whose template cannot think is a 400, as Ollama answers it (its
+// capabilities, /api/show, leave out "thinking" then): the answer would not be what was asked.
+void require_thinking(ServerContext& ctx, const nlohmann::ordered_json& kwargs) {
+  const auto it = kwargs.find("enable_thinking");
+  if (it != kwargs.end() && it->is_boolean() && it->get<bool>() &&
+      ctx.model().chat->format().reasoning == chat::ReasoningSyntax::kNone) {
+    throw invalid_field("think", "\"" + ollama_name(ctx) + "\" does not support thinking");
+  }
+}
+
 HttpResponse chat(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   OllamaChatRequest r = parse_ollama_chat_request(req.body, ctx.model().sampling);
   if (r.load_only) return json_response(load_answer(ctx, true));
+  require_thinking(ctx, r.chat.template_kwargs);
   PreparedGeneration g;
   try {
     g = prepare_chat_generation(ctx, r.chat, req);
@@ -161,6 +172,7 @@ HttpResponse generate(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   OllamaGenerateRequest r = parse_ollama_generate_request(req.body, ctx.model().sampling);
   if (r.load_only()) return json_response(load_answer(ctx, false));
+  require_thinking(ctx, r.template_kwargs);
   const tok::Tokenizer& tk = ctx.tokenizer();
   OllamaMeta meta;
   meta.model = ollama_name(ctx);
@@ -220,7 +232,9 @@ json capabilities(ServerContext& ctx) {
   json caps = json::array({"completion", "tools"});  // tools: the template's syntax, or the generic one
   if (ctx.model().chat->format().reasoning != chat::ReasoningSyntax::kNone) caps.push_back("thinking");
   if (ctx.model().infill_vocab) caps.push_back("insert");
-  if (ctx.model().engine->config().pooling != engine::Pooling::kNone || ctx.options().embeddings) caps.push_back("embedding");
+  const engine::Pooling pooling = ctx.model().engine->config().pooling;
+  if (pooling != engine::Pooling::kRank && (pooling != engine::Pooling::kNone || ctx.options().embeddings))
+    caps.push_back("embedding");
   return caps;
 }
 

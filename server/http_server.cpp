@@ -56,6 +56,11 @@ const Route kRoutes[] = {
     {"DELETE", "/responses/", true, false, handle_responses_delete},
     {"POST", "/v1/embeddings", false, false, handle_embeddings},
     {"POST", "/embeddings", false, false, handle_embeddings},
+    {"POST", "/v1/rerank", false, false, handle_rerank},  // llama-server's four paths, and Cohere v2's
+    {"POST", "/rerank", false, false, handle_rerank},
+    {"POST", "/v1/reranking", false, false, handle_rerank},
+    {"POST", "/reranking", false, false, handle_rerank},
+    {"POST", "/v2/rerank", false, false, handle_rerank},
     {"POST", "/apply-template", false, false, handle_apply_template},
     {"POST", "/tokenize", false, false, handle_tokenize},
     {"POST", "/detokenize", false, false, handle_detokenize},

@@ -39,6 +39,8 @@ struct VocabData {
   bool add_space_prefix = true;           // SPM: prepend "▁" to the text (llama)
   std::vector<int> eog_ids;               // all end-of-generation ids (eos, eot, <|im_end|>, ...)
   std::string chat_template;              // Jinja source from the model, empty if none
+  std::string rerank_template;             // a reranker's prompt with {query} and {document} (GGUF
+                                          // tokenizer.chat_template.rerank), empty if none
 
   // Additions (anelm tokenizer implementation).
   bool ignore_merges = false;             // byte-level BPE: emit a word whole if it is a token (Llama-3)

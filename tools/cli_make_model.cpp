@@ -41,10 +41,11 @@ engine::ModelFormat parse_format(const std::string& s) {
 }
 
 engine::Pooling parse_pooling(const std::string& s) {
-  for (auto p : {engine::Pooling::kNone, engine::Pooling::kMean, engine::Pooling::kCls, engine::Pooling::kLast}) {
+  for (auto p : {engine::Pooling::kNone, engine::Pooling::kMean, engine::Pooling::kCls, engine::Pooling::kLast,
+                 engine::Pooling::kRank}) {
     if (s == engine::pooling_name(p)) return p;
   }
-  throw Error(ErrorKind::kInvalidArgument, "--pooling: expected none, mean, cls or last, got '" + s + "'");
+  throw Error(ErrorKind::kInvalidArgument, "--pooling: expected none, mean, cls, last or rank, got '" + s + "'");
 }
 
 }  // namespace
@@ -66,7 +67,7 @@ int run_make_model(int argc, char** argv) {
       ("tokenizer-from", "copy the tokenizer from a GGUF file or HF directory (default: synthetic)",
        cxxopts::value<std::string>()->default_value(""))
       ("pooling", "an embedding model (gguf): none, mean, cls or last (last: inputs end with <|endoftext|>, "
-       "as Qwen3-Embedding)", cxxopts::value<std::string>()->default_value("none"));
+       "as Qwen3-Embedding); rank: a reranker as llama.cpp converts Qwen3-Reranker (qwen3 only)", cxxopts::value<std::string>()->default_value("none"));
   auto r = parse_cli(options, argc, argv);
   if (!r) return 0;
   if (!r->count("out")) throw Error(ErrorKind::kInvalidArgument, "--out is required");

@@ -94,6 +94,10 @@ ModelConfig shape_config(const MakeModelOptions& o) {
   }
   c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
   c.pooling = o.pooling;
+  if (o.pooling == Pooling::kRank) {
+    if (o.arch != Arch::kQwen3) throw Error(ErrorKind::kInvalidArgument, "make_model: --pooling rank needs --arch qwen3");
+    c.n_cls_out = 2;  // Qwen3-Reranker's "yes" and "no"
+  }
   return c;
 }
 
@@ -156,6 +160,8 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({"rope_factors_short.weight", "", {static_cast<int64_t>(c.rope_factors_short.size())}, Kind::kRopeShort});
   }
   if (!c.tie_embeddings) p.push_back({"output.weight", "lm_head.weight", {v, d}, Kind::kMatrix});
+  // A reranker's classifier head (GGUF only: llama.cpp's converter cuts it from the LM head).
+  if (c.pooling == Pooling::kRank) p.push_back({"cls.output.weight", "", {c.n_cls_out, d}, Kind::kMatrix});
   if (c.arch == Arch::kGemma3) set_gemma3_hf_names(p);
   if (c.arch == Arch::kGpt2) set_gpt2_hf_names(p);
   return p;
@@ -357,6 +363,16 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, const std::string& shap
   // llama.cpp's LlamaModel converter (also Granite's and SmolLM3's) writes the vocab size.
   if (c.arch == Arch::kLlama || c.arch == Arch::kGranite || c.arch == Arch::kSmolLM3) w.add_u32(a + ".vocab_size", c.vocab_size);
   if (c.pooling != Pooling::kNone) w.add_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling));
+  if (c.pooling == Pooling::kRank) {
+    // What llama.cpp's converter writes for Qwen3-Reranker: the labels, and the prompt its model card
+    // gives as a named template ({query} and {document} replaced by the server).
+    w.add_string_array(a + ".classifier.output_labels", {"yes", "no"});
+    w.add_string("tokenizer.chat_template.rerank",
+                 "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+                 "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n"
+                 "<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n"
+                 "<Query>: {query}\n<Document>: {document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  }
   if (c.arch == Arch::kQwen35) add_qwen35_hparams(c, w);
   if (c.arch == Arch::kGranite) granite_to_gguf(c, w);
   if (c.arch == Arch::kPhi3) phi3_to_gguf(c, phi3_sliding_window(shape), w);

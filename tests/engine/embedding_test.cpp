@@ -254,5 +254,64 @@ TEST(EngineEmbed, GgufPoolingTypeAndLastTokenMatchesForward) {
   EXPECT_LT(worst, 1e-3 * scale);
 }
 
+// A GGUF made with --pooling rank (Qwen3-Reranker's layout): the score vector is the classifier head
+// (cls.output.weight, read from the file) over the last token's normed state, softmaxed, computed
+// here in double from the kLast vector; rank pooling on a model without the head is refused.
+TEST(EngineEmbed, RankIsTheSoftmaxedClassifierHeadOverTheLastToken) {
+  const auto dir = anelm::testing::make_temp_dir("rank-gguf");
+  tools::MakeModelOptions mo;
+  mo.arch = Arch::kQwen3;
+  mo.shape = "tiny";
+  mo.dtype = DType::kF32;
+  mo.pooling = Pooling::kRank;
+  const tools::MadeModel made = tools::make_model(mo, (dir / "rank.gguf").string());
+  EngineOptions eo;
+  eo.model_path = made.path;
+  eo.threads = 2;
+  eo.ctx = 128;
+  auto engine = Engine::load(eo);
+  const ModelConfig& c = engine->config();
+  ASSERT_EQ(c.pooling, Pooling::kRank);
+  ASSERT_EQ(c.n_cls_out, 2);
+  auto gguf = GgufFile::open(made.path);
+  const GgufTensorInfo* t = gguf->find_tensor("cls.output.weight");
+  ASSERT_NE(t, nullptr);
+  const auto* W = static_cast<const float*>(gguf->tensor_view(*t).data);
+  for (const std::vector<int>& in : {std::vector<int>{5}, std::vector<int>{11, 22, 33, 44, 55, 66, 77}, ids(40, 3)}) {
+    EmbedRequest r;
+    r.inputs = {in, in};  // twice: the second input's scores are written at its own offset
+    r.pooling = Pooling::kLast;
+    const EmbedResult h = engine->embed(r);
+    r.pooling = Pooling::kRank;
+    const EmbedResult p = engine->embed(r);
+    ASSERT_EQ(p.dims, 2);
+    ASSERT_EQ(p.vectors.size(), 4u);
+    double z[2];
+    for (int k = 0; k < 2; ++k) {
+      z[k] = 0;
+      for (int i = 0; i < c.d_model; ++i) z[k] += double(W[int64_t(k) * c.d_model + i]) * h.vectors[size_t(i)];
+    }
+    const double yes = 1.0 / (1.0 + std::exp(z[1] - z[0]));
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_NEAR(p.vectors[size_t(2 * j)], yes, 1e-5) << in.size() << " tokens, input " << j;
+      EXPECT_NEAR(p.vectors[size_t(2 * j + 1)], 1.0 - yes, 1e-5);
+    }
+  }
+
+  mo.pooling = Pooling::kLast;
+  eo.model_path = tools::make_model(mo, (dir / "last.gguf").string()).path;
+  auto last = Engine::load(eo);
+  EmbedRequest r;
+  r.inputs = {{5, 6}};
+  r.pooling = Pooling::kRank;
+  try {
+    last->embed(r);
+    ADD_FAILURE() << "rank pooling without a classifier head was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("classifier head"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace anelm::engine

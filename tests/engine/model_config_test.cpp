@@ -239,6 +239,44 @@ TEST(ConfigGguf, QwenMetadata) {
   EXPECT_NO_THROW(c.validate("q.gguf"));
 }
 
+// pooling_type 4 (rank) is a Qwen3 reranker with its classifier head; the head missing is a format
+// error naming it; another family's rank file stays generative.
+TEST(ConfigGguf, RankPoolingNeedsTheClassifierHead) {
+  fs::path dir = make_temp_dir("cfg");
+  auto write = [&](const std::string& arch, bool head) {
+    GgufWriter w;
+    w.add_string("general.architecture", arch);
+    w.add_u32(arch + ".block_count", 1);
+    w.add_u32(arch + ".embedding_length", 64);
+    w.add_u32(arch + ".feed_forward_length", 128);
+    w.add_u32(arch + ".attention.head_count", 4);
+    w.add_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
+    w.add_u32(arch + ".pooling_type", 4);
+    w.add_string_array("tokenizer.ggml.tokens", std::vector<std::string>(100, "x"));
+    if (head) w.add_tensor("cls.output.weight", DType::kF32, {2, 64});
+    const fs::path path = dir / (arch + (head ? "-head" : "") + ".gguf");
+    w.begin(path.string());
+    if (head) {
+      const std::vector<float> zeros(2 * 64);
+      w.write_data(zeros.data(), zeros.size() * sizeof(float));
+    }
+    w.finish();
+    return config_from_gguf(*GgufFile::open(path.string()));
+  };
+  const ModelConfig rank = write("qwen3", true);
+  EXPECT_EQ(rank.pooling, Pooling::kRank);
+  EXPECT_EQ(rank.n_cls_out, 2);
+  EXPECT_NO_THROW(rank.validate("rank"));
+  try {
+    write("qwen3", false);
+    ADD_FAILURE() << "a rank file without its head was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+    EXPECT_NE(std::string(e.what()).find("cls.output.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(write("qwen2", true).pooling, Pooling::kNone);
+}
+
 TEST(ConfigGguf, MissingAndMistypedKeys) {
   fs::path dir = make_temp_dir("cfg");
   RawGguf g;

@@ -1,14 +1,16 @@
 // libFuzzer target: the request parsers (OpenAI chat and completion, Responses, Anthropic Messages,
-// llama.cpp's /completion and /infill, Ollama's chat, generate and embed, tokenize, detokenize). Only
+// llama.cpp's /completion and /infill, Ollama's chat, generate and embed, rerank, tokenize, detokenize). Only
 // ApiError may escape them; what they return must serialise again.
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "server/api_error.h"
 #include "server/anthropic_api.h"
 #include "server/api_request.h"
 #include "server/llamacpp_api.h"
 #include "server/ollama_api.h"
+#include "server/rerank_api.h"
 #include "server/responses_api.h"
 
 using namespace anelm::server;
@@ -59,6 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)parse_ollama_embed_request(body, legacy);
     } catch (const ApiError&) {}
   }
+  try {  // the rerank request and its response for made-up scores
+    const RerankRequest r = parse_rerank_request(body);
+    const std::vector<float> scores(r.documents.size(), 0.5f);
+    (void)rerank_response_body(r, scores, "m", 0);
+  } catch (const ApiError&) {}
   try {
     (void)parse_tokenize_request(body);
   } catch (const ApiError&) {}

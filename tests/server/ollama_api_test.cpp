@@ -418,6 +418,29 @@ TEST(OllamaHttp, ThinkingApartFromTheAnswer) {
   EXPECT_NE(json::parse(post(s, "/api/show", {{"model", "m"}})->body)["capabilities"].dump().find("thinking"), std::string::npos);
 }
 
+// think: true of a model that cannot think is Ollama's 400; false, or a thinking model, is fine.
+TEST(OllamaHttp, ThinkRefusedForAModelThatCannotThink) {
+  FakeScript script;
+  script.reply = "Blue.";
+  TestServer s(script);
+  const json chat = json::parse(R"({"messages": [{"role": "user", "content": "Why blue?"}], "stream": false})");
+  for (const auto& [path, base] : {std::pair<std::string, json>{"/api/chat", chat},
+                                   {"/api/generate", {{"prompt", "Why blue?"}, {"stream", false}}}}) {
+    for (const json think : {json(true), json("high")}) {
+      json body = base;
+      body["think"] = think;
+      const auto r = post(s, path, body);
+      EXPECT_EQ(r->status, 400) << path << " " << r->body;
+      EXPECT_NE(r->body.find("does not support thinking"), std::string::npos) << r->body;
+    }
+    json body = base;
+    body["think"] = false;
+    EXPECT_EQ(post(s, path, body)->status, 200) << path;
+  }
+  EXPECT_EQ(json::parse(post(s, "/api/show", {{"model", "m"}})->body)["capabilities"].dump().find("thinking"),
+            std::string::npos);
+}
+
 // A conversation longer than the context: Ollama drops the oldest turns (system and last message
 // kept), the fewest that make it fit; the OpenAI route refuses the same conversation.
 TEST(OllamaHttp, LongConversationDropsTheOldestTurns) {

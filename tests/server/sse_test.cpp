@@ -106,7 +106,7 @@ TEST(Serializer, ChatChunkOrderShapes) {
 }
 
 TEST(Serializer, LogprobsShapes) {
-  std::vector<TokenLogprob> lps = {{"a", -0.5f, {{"a", -0.5f}, {"b", -1.5f}}, 0}};
+  std::vector<TokenLogprob> lps = {{"a", -0.5f, {{"a", -0.5f}, {"b", -1.5f}}, 0, -1, {}}};
   auto comp = make_completion_serializer({"c", 1, "m", false, true});
   json b = json::parse(comp->body(one("a", "stop", lps), {}));
   EXPECT_EQ(b["choices"][0]["logprobs"]["tokens"][0], "a");

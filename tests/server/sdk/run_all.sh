@@ -3,7 +3,8 @@
 # stories260K.gguf (Llama, SentencePiece) and a generated tiny qwen2 model with the real Qwen2.5 tokenizer
 # and chat template; the qwen2 runs also run tools_check.mjs (tool calling and structured output) and
 # responses_check.mjs (the Responses API) and anthropic_check.mjs (the Anthropic Messages API) and
-# ollama_check.mjs (Ollama's API with the ollama npm client; served with --embeddings for /api/embed); and
+# ollama_check.mjs (Ollama's API with the ollama npm client; served with --embeddings for /api/embed);
+# rerank_check.mjs (/v1/rerank and /v2/rerank with Cohere's client, on a tiny random Qwen3 reranker); and
 # qwen35_check.mjs (Qwen3.5 XML tool calls and reasoning_content) on a random 0.8B-shape Qwen3.5; and
 # families_check.mjs (one tool-call round trip each for Granite 3.3, Phi-4-mini, SmolLM3 and Gemma).
 # Usage: run_all.sh BUILD_DIR. Skips (exit 0, with a message) when ../shared is absent.
@@ -38,6 +39,12 @@ status=0
 "$here/run.sh" "$build/anelm" "$qwen" "$here/responses_check.mjs" || status=1
 "$here/run.sh" "$build/anelm" "$qwen" "$here/anthropic_check.mjs" || status=1
 ANELM_SDK_SERVE_ARGS=--embeddings "$here/run.sh" "$build/anelm" "$qwen" "$here/ollama_check.mjs" || status=1
+
+# The rerank API with Cohere's client (rerank_check.mjs) on a tiny random Qwen3 reranker.
+reranker="$work/tiny-qwen3-rerank.gguf"
+"$build/anelm" make-model --arch qwen3 --shape tiny --dtype f16 --format gguf --out "$reranker" --seed 7 \
+  --pooling rank --tokenizer-from "$shared/models/qwen2.5-0.5b-instruct" >/dev/null
+ANELM_SDK_SKIP_BASIC=1 "$here/run.sh" "$build/anelm" "$reranker" "$here/rerank_check.mjs" || status=1
 
 # Tool-call round trips for the other families (families_check.mjs): a tiny random model of each with the
 # synthetic vocab, served with the family's real template: Granite 3.3 (<|tool_call|>[...]), Phi-4-mini
