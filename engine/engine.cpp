@@ -110,6 +110,7 @@ std::unique_ptr<LoadedModel> load_resident(const EngineOptions& opts, ThreadPool
   ConvertProgress each;
   if (progress) each = [&](int64_t done, int64_t total) { progress("load", done, total + 1); };
   auto model = load_model(opts.model_path, opts.weights, each);
+  if (!opts.rerank_labels.empty()) derive_rerank_head(*model, opts.rerank_labels);
   if (!opts.background_residency) make_resident(*model, pool);
   if (progress) progress("load", 1, 1);
   return model;

@@ -46,6 +46,9 @@ struct EngineOptions {
   // the server's --embeddings. An embedding model (pooling_type in the file) always does; otherwise
   // the first embed_start() allocates it.
   bool embeddings = false;
+  // --reranking: the token ids of a reranker's labels ("yes", "no": load_model_bundle looks them up)
+  // for a Qwen3 reranker stored as a causal LM (derive_rerank_head); empty: the file decides.
+  std::vector<int> rerank_labels;
   // Tests only: adjusts the ANE backend's options (e.g. runs the device self-check on the
   // simulator, or injects a faulty "device"); empty in production.
   std::function<void(AneBackendOptions&)> ane_test_options;

@@ -373,6 +373,38 @@ void bind_all(LoadedModel& m, const Lookup& lookup, std::optional<DType> requant
 
 }  // namespace
 
+void derive_rerank_head(LoadedModel& m, std::span<const int> labels) {
+  ModelConfig& c = m.config;
+  if (c.pooling == Pooling::kRank) return;
+  if (c.arch != Arch::kQwen3) {
+    throw Error(ErrorKind::kUnsupported, "--reranking: '" + m.path + "' is " + arch_name(c.arch) +
+                                             "; a reranker stored as a causal LM is read for qwen3 (Qwen3-Reranker)");
+  }
+  if (labels.empty() || labels.size() > 64) {
+    throw Error(ErrorKind::kInvalidArgument, "--reranking: 1..64 label tokens, got " + std::to_string(labels.size()));
+  }
+  const TensorView& head = m.weights.lm_head;
+  const int64_t row = dtype_row_bytes(head.dtype, c.d_model), n = static_cast<int64_t>(labels.size());
+  auto* dst = static_cast<uint8_t*>(alloc_owned(m, row * n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int id = labels[static_cast<size_t>(i)];
+    if (id < 0 || id >= c.vocab_size) {
+      throw Error(ErrorKind::kInvalidArgument, "--reranking: label token id " + std::to_string(id) +
+                                                   " is outside the vocabulary of " + std::to_string(c.vocab_size));
+    }
+    std::memcpy(dst + i * row, static_cast<const uint8_t*>(head.data) + id * row, static_cast<size_t>(row));
+  }
+  TensorView cls = head;
+  cls.name = "cls.output.weight (LM head rows)";
+  cls.shape = {n, c.d_model, 0, 0};
+  cls.data = dst;
+  cls.nbytes = row * n;
+  m.weights.cls_out = cls;
+  m.weight_bytes += cls.nbytes;
+  c.pooling = Pooling::kRank;
+  c.n_cls_out = static_cast<int>(n);
+}
+
 std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<DType> requant,
                                         const ConvertProgress& progress) {
   auto m = std::make_unique<LoadedModel>();

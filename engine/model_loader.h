@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ using ConvertProgress = std::function<void(int64_t done, int64_t total)>;
 std::unique_ptr<LoadedModel> load_model(const std::string& path,
                                         std::optional<DType> requant = std::nullopt,
                                         const ConvertProgress& progress = {});
+
+// --reranking for a Qwen3 reranker stored as a causal LM (an HF Qwen3-Reranker directory, or a GGUF
+// converted without its head): the LM head's rows `labels` ("yes", "no") are copied into the
+// classifier head and the model becomes a kRank reranker, the head llama.cpp's converter would have
+// cut. A model that has its head keeps it. Throws kUnsupported for another family and
+// kInvalidArgument for no labels or one outside the vocabulary.
+void derive_rerank_head(LoadedModel& m, std::span<const int> labels);
 
 // GGUF when `path` is a file starting with the GGUF magic; HF for a directory (config.json +
 // safetensors) or a .safetensors file inside one. Throws kNotFound / kFormat otherwise.

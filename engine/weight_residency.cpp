@@ -37,7 +37,8 @@ std::vector<std::pair<uintptr_t, uintptr_t>> file_mappings() {
 // read of one maps the page-cache folio around it (2 MiB on this VM's kernel), so leaving them in
 // the mapping kept ~92 MB of Qwen2.5-0.5B Q4_K_M's file resident (one folio per norm per layer).
 std::vector<TensorView*> tensors(ModelWeights& w) {
-  std::vector<TensorView*> v = {&w.tok_embd, &w.out_norm, &w.lm_head, &w.out_norm_b, &w.pos_embd};
+  std::vector<TensorView*> v = {&w.tok_embd, &w.out_norm, &w.lm_head, &w.out_norm_b, &w.pos_embd,
+                                &w.cls_out,  &w.cls_out_b};
   for (LayerWeights& l : w.layers) {
     for (TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.wo,
                           &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down, &l.attn_norm_b, &l.bo, &l.ffn_norm_b,

@@ -61,10 +61,12 @@ EmbeddingsOutput compute_embeddings(ServerContext& ctx, const HttpRequest& req, 
 // when the client hangs up. Throws 429/503 when the worker does not take it, and the job's error.
 engine::EmbedResult run_embed_job(ServerContext& ctx, const HttpRequest& req, engine::EmbedRequest er);
 
-// The token ids of one rerank (query, document) pair, as llama-server builds them: the model's rerank
-// template (GGUF tokenizer.chat_template.rerank) with {query} and {document} replaced, special tokens
-// parsed and no BOS added; without one, [BOS] query [EOS] document [EOS] as the vocabulary adds them.
-std::vector<int> rerank_prompt(const tok::Tokenizer& tk, std::string_view query, std::string_view document);
+// The token ids of one rerank (query, document) pair, as llama-server builds them: `tmpl` (the model's
+// rerank template, GGUF tokenizer.chat_template.rerank) with {query} and {document} replaced, special
+// tokens parsed and no BOS added; `tmpl` empty: [BOS] query [EOS] document [EOS] as the vocabulary
+// adds them.
+std::vector<int> rerank_prompt(const tok::Tokenizer& tk, std::string_view tmpl, std::string_view query,
+                               std::string_view document);
 
 // Runs `fn`; any failure becomes a response with its status, Retry-After, and `body(e)`: the error
 // in the shape of the route's API (Anthropic's, Ollama's).

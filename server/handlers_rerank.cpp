@@ -10,12 +10,13 @@
 
 namespace anelm::server {
 
-std::vector<int> rerank_prompt(const tok::Tokenizer& tk, std::string_view query, std::string_view document) {
+std::vector<int> rerank_prompt(const tok::Tokenizer& tk, std::string_view tmpl, std::string_view query,
+                               std::string_view document) {
   const tok::VocabData& v = tk.vocab();
-  if (!v.rerank_template.empty()) {
+  if (!tmpl.empty()) {
     // One pass over the template, so that a query containing "{document}" stays as written.
     static constexpr std::string_view kQuery = "{query}", kDocument = "{document}";
-    const std::string_view t = v.rerank_template;
+    const std::string_view t = tmpl;
     std::string text;
     text.reserve(t.size() + query.size() + document.size());
     for (size_t i = 0; i < t.size();) {
@@ -51,6 +52,11 @@ HttpResponse handle_rerank(ServerContext& ctx, const HttpRequest& req) {
                    "Qwen3-Reranker in GGUF to use /v1/rerank");
   }
   const RerankRequest r = parse_rerank_request(req.body);
+  // The file's template; a reranker made from a causal LM (--reranking) without one is Qwen3-Reranker.
+  const std::string& own = ctx.tokenizer().vocab().rerank_template;
+  const std::string_view tmpl = !own.empty() ? std::string_view(own)
+                                : ctx.options().reranking ? std::string_view(kQwen3RerankTemplate)
+                                                          : std::string_view();
   const char* field = r.tei ? "texts" : "documents";
   engine::EmbedRequest er;
   er.pooling = engine::Pooling::kRank;
@@ -59,7 +65,7 @@ HttpResponse handle_rerank(ServerContext& ctx, const HttpRequest& req) {
   int prompt_tokens = 0;
   for (size_t i = 0; i < r.documents.size(); ++i) {
     const std::string name = std::string(field) + "[" + std::to_string(i) + "]";
-    std::vector<int> ids = rerank_prompt(ctx.tokenizer(), r.query, r.documents[i]);
+    std::vector<int> ids = rerank_prompt(ctx.tokenizer(), tmpl, r.query, r.documents[i]);
     if (ids.empty()) throw invalid_field(name, "the query and " + name + " have no tokens");
     if (static_cast<int64_t>(ids.size()) > n_ctx) {
       throw ApiError(400, "invalid_request_error",

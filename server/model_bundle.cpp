@@ -1,6 +1,7 @@
 // Loads the engine and the tokenizer for one model path: the only place engine and tokenizer meet.
 #include "server/model_bundle.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "engine/error.h"
@@ -22,10 +23,21 @@ std::unique_ptr<tok::Tokenizer> load_tokenizer(const std::string& model_path) {
   return tok::Tokenizer::create(vocab_from_gguf(*gguf));
 }
 
-ModelBundle load_model_bundle(const engine::EngineOptions& opts, const engine::LoadProgress& progress) {
+ModelBundle load_model_bundle(engine::EngineOptions opts, const engine::LoadProgress& progress, bool reranking) {
   ModelBundle b;
   if (progress) progress("tokenizer", 0, 1);
   b.tokenizer = load_tokenizer(opts.model_path);
+  if (reranking) {  // Qwen3-Reranker's labels, as its model card and llama.cpp's converter name them
+    const std::vector<std::string>& tokens = b.tokenizer->vocab().tokens;
+    for (const char* label : {"yes", "no"}) {
+      const auto it = std::find(tokens.begin(), tokens.end(), label);
+      if (it == tokens.end()) {
+        throw Error(ErrorKind::kUnsupported, "--reranking: " + opts.model_path + " has no token \"" + label +
+                                                 "\" (a Qwen3-Reranker's vocabulary has \"yes\" and \"no\")");
+      }
+      opts.rerank_labels.push_back(static_cast<int>(it - tokens.begin()));
+    }
+  }
   b.engine = engine::Engine::load(opts, progress);
   if (b.tokenizer->vocab_size() > b.engine->config().vocab_size)
     throw Error(ErrorKind::kFormat, opts.model_path + ": tokenizer has " +

@@ -22,7 +22,9 @@ struct ModelBundle {
 // HuggingFace cache snapshot, else the file or directory name.
 std::string default_model_id(const std::string& model_path);
 
-ModelBundle load_model_bundle(const engine::EngineOptions& opts,
-                              const engine::LoadProgress& progress = {});
+// `reranking` (--reranking): a Qwen3 reranker stored as a causal LM is served as a reranker, its
+// classifier head the LM head's rows of the tokens "yes" and "no" (engine::derive_rerank_head).
+ModelBundle load_model_bundle(engine::EngineOptions opts, const engine::LoadProgress& progress = {},
+                              bool reranking = false);
 
 }  // namespace anelm::server

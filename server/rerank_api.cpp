@@ -51,6 +51,12 @@ bool optional_bool(const ordered_json& v, const char* field) {
 
 }  // namespace
 
+const char* const kQwen3RerankTemplate =
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a "
+    "web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: "
+    "{document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+
 RerankRequest parse_rerank_request(std::string_view body) {
   const ordered_json j = parse_json_body(body, kMaxDepth);
   RerankRequest r;

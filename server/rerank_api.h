@@ -17,6 +17,11 @@ struct RerankLimits {
   static constexpr size_t kMaxDocuments = 2048;  // one engine job; as the embeddings' input limit
 };
 
+// Qwen3-Reranker's prompt, as its model card gives it and llama.cpp's converter stores it in
+// tokenizer.chat_template.rerank: {query} and {document} are filled in. A reranker served with
+// --reranking whose files carry no rerank template uses it.
+extern const char* const kQwen3RerankTemplate;
+
 struct RerankRequest {
   std::string query;
   std::vector<std::string> documents;

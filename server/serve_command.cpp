@@ -103,7 +103,7 @@ void load_model(ServerContext& ctx, ModelBundle& bundle) {
     ctx.set_progress("resolve", 0);
     std::string path = resolve_model_path(ro);
     spdlog::info("loading model path={} backend={}", path, ctx.options().backend);
-    bundle = load_model_bundle(engine_options(ctx.options(), path), std::ref(progress));
+    bundle = load_model_bundle(engine_options(ctx.options(), path), std::ref(progress), ctx.options().reranking);
     ModelRuntime rt;
     rt.engine = bundle.engine.get();
     rt.tokenizer = bundle.tokenizer.get();

@@ -51,6 +51,8 @@ void add_flags(cxxopts::Options& o) {
       ("offline", "never download a missing model")
       ("embeddings", "serve /v1/embeddings for any model (mean pooling unless the file has a pooling type; "
        "embedding models are served without it); allocates one --ctx KV cache for them at load")
+      ("reranking", "serve a Qwen3 reranker stored as a causal LM (an HF Qwen3-Reranker directory, or a GGUF "
+       "converted without its classifier head) on /v1/rerank (a reranker GGUF needs no flag)")
       ("no-webui", "do not serve the chat page at / (then / answers 404)")
       ("ane-fp32-residual", "--backend ane: keep the residual stream in fp32 on the CPU (programs return "
        "each layer's update; docs/ane.md: cost)")
@@ -111,6 +113,7 @@ void apply_cli(ServerOptions& o, const cxxopts::ParseResult& r) {
   if (r.count("cache-ram")) o.cache_ram_mb = r["cache-ram"].as<int>();
   if (r.count("offline")) o.offline = true;
   if (r.count("embeddings")) o.embeddings = true;
+  if (r.count("reranking")) o.reranking = true;
   if (r.count("no-webui")) o.webui = false;
   if (r.count("ane-fp32-residual")) o.ane_fp32_residual = true;
   if (r.count("weights")) o.weights = r["weights"].as<std::string>();
@@ -196,6 +199,7 @@ void apply_config_json(ServerOptions& o, const std::string& text, const std::str
     else if (k == "cache_ram_mb") take(j, "cache_ram_mb", o.cache_ram_mb, source);
     else if (k == "offline") take(j, "offline", o.offline, source);
     else if (k == "embeddings") take(j, "embeddings", o.embeddings, source);
+    else if (k == "reranking") take(j, "reranking", o.reranking, source);
     else if (k == "webui") take(j, "webui", o.webui, source);
     else if (k == "ane_fp32_residual") take(j, "ane_fp32_residual", o.ane_fp32_residual, source);
     else if (k == "weights") take(j, "weights", o.weights, source);

@@ -23,6 +23,7 @@ struct ServerOptions {
   std::string config_file;             // --config: JSON file of defaults
   bool offline = false;                // --offline: never download a missing model
   bool embeddings = false;             // --embeddings: serve /v1/embeddings for any model (mean pooling unless the file says otherwise)
+  bool reranking = false;              // --reranking: a Qwen3 reranker stored as a causal LM served on /v1/rerank
   bool webui = true;                   // --no-webui turns off the chat page at / (server/webui/)
   std::string weights;                 // --weights: re-quantize at load (engine::kWeightsTypeNames); empty: as stored
   std::string presets_dir = "auto";    // --presets: model presets; "auto": configs/models of the source tree; "": none

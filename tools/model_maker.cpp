@@ -12,6 +12,7 @@
 #include "engine/families.h"
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
+#include "server/rerank_api.h"
 #include "tools/model_maker_plan.h"
 #include "tools/model_maker_tokenizer.h"
 #include "engine/kernels/quantize.h"
@@ -160,8 +161,6 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
     p.push_back({"rope_factors_short.weight", "", {static_cast<int64_t>(c.rope_factors_short.size())}, Kind::kRopeShort});
   }
   if (!c.tie_embeddings) p.push_back({"output.weight", "lm_head.weight", {v, d}, Kind::kMatrix});
-  // A reranker's classifier head (GGUF only: llama.cpp's converter cuts it from the LM head).
-  if (c.pooling == Pooling::kRank) p.push_back({"cls.output.weight", "", {c.n_cls_out, d}, Kind::kMatrix});
   if (c.arch == Arch::kGemma3) set_gemma3_hf_names(p);
   if (c.arch == Arch::kGpt2) set_gpt2_hf_names(p);
   return p;
@@ -213,10 +212,11 @@ void gen_row(const Plan& p, const ModelConfig& cfg, uint64_t key, int64_t r, DTy
   }
   const HfValueHeads heads = hf ? p.hf_heads : HfValueHeads{};
   const bool vector = p.shape.size() == 1;
-  const int64_t src = heads.axis == HfValueHeads::kRows && !vector ? qwen35_gguf_index(heads, cfg.deltanet, r)
-                                                                   : source_row(p, r);
+  const int64_t src = !p.row_ids.empty()                              ? p.row_ids[static_cast<size_t>(r)]
+                      : heads.axis == HfValueHeads::kRows && !vector ? qwen35_gguf_index(heads, cfg.deltanet, r)
+                                                                      : source_row(p, r);
   float scale = 0, offset = 0;
-  switch (p.kind) {
+  switch (p.rows_of.empty() ? p.kind : p.rows_of_kind) {
     // Granite multiplies the embeddings by embedding_scale (12): its stream starts as large as the
     // other families' (a trained Granite's embeddings are as small), and the layers' residual-scaled
     // outputs still move it (at 0.5 * 12 the model repeats its input token).
@@ -263,7 +263,7 @@ int64_t stream_tensors(const std::vector<Plan>& plan, const std::vector<DType>& 
     const int64_t rows = p.shape.size() == 2 ? p.shape[transposed ? 1 : 0] : 1;
     const int64_t cols = p.shape.size() == 2 ? p.shape[transposed ? 0 : 1] : p.shape[0];
     const int64_t row_bytes = dtype_row_bytes(types[i], cols);
-    const uint64_t key = name_key(seed, p.gguf_name);
+    const uint64_t key = name_key(seed, p.rows_of.empty() ? p.gguf_name : p.rows_of);
     // Block-type values are rounded by quantisation itself; f32-stored norms follow the model dtype.
     const DType round_to = dtype_is_quantized(value_dtype) ? DType::kF32 : value_dtype;
     row.resize(cols);
@@ -364,14 +364,10 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, const std::string& shap
   if (c.arch == Arch::kLlama || c.arch == Arch::kGranite || c.arch == Arch::kSmolLM3) w.add_u32(a + ".vocab_size", c.vocab_size);
   if (c.pooling != Pooling::kNone) w.add_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling));
   if (c.pooling == Pooling::kRank) {
-    // What llama.cpp's converter writes for Qwen3-Reranker: the labels, and the prompt its model card
-    // gives as a named template ({query} and {document} replaced by the server).
+    // What llama.cpp's converter writes for Qwen3-Reranker: the labels, and its prompt as a named
+    // template.
     w.add_string_array(a + ".classifier.output_labels", {"yes", "no"});
-    w.add_string("tokenizer.chat_template.rerank",
-                 "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
-                 "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n"
-                 "<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n"
-                 "<Query>: {query}\n<Document>: {document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    w.add_string("tokenizer.chat_template.rerank", server::kQwen3RerankTemplate);
   }
   if (c.arch == Arch::kQwen35) add_qwen35_hparams(c, w);
   if (c.arch == Arch::kGranite) granite_to_gguf(c, w);
@@ -385,6 +381,24 @@ void use_endoftext_eos(MakerVocab& v) {
   if (v.gguf) return;  // keys are copied verbatim
   const auto it = std::find(v.tokens.begin(), v.tokens.end(), "<|endoftext|>");
   if (it != v.tokens.end()) v.eos = static_cast<int>(it - v.tokens.begin());
+}
+
+// A reranker's classifier head as llama.cpp's converter cuts it from Qwen3-Reranker: the LM head's
+// rows of "yes" and "no" (GGUF only), so that the same weights served as a causal LM with
+// --reranking score alike.
+Plan rerank_head_plan(const ModelConfig& c, const MakerVocab& v) {
+  Plan p{"cls.output.weight", "", {c.n_cls_out, c.d_model}, Kind::kMatrix};
+  p.rows_of = c.tie_embeddings ? "token_embd.weight" : "output.weight";
+  p.rows_of_kind = c.tie_embeddings ? Kind::kEmbed : Kind::kMatrix;
+  for (const char* label : {"yes", "no"}) {
+    const auto it = std::find(v.tokens.begin(), v.tokens.end(), label);
+    if (it == v.tokens.end()) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("make_model: --pooling rank needs a vocabulary with the "
+                                                           "token \"") + label + "\" (--tokenizer-from)");
+    }
+    p.row_ids.push_back(it - v.tokens.begin());
+  }
+  return p;
 }
 
 }  // namespace
@@ -425,6 +439,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
 
   const bool gguf = o.format == ModelFormat::kGguf;
   std::vector<Plan> plan = make_plan(c, gguf && c.rope_layout == RopeLayout::kInterleaved);
+  if (c.pooling == Pooling::kRank) plan.push_back(rerank_head_plan(c, vocab));
   // GGUF-only tensors (Phi-3's LongRoPE factors: HF has them in config.json).
   if (!gguf) std::erase_if(plan, [](const Plan& p) { return p.hf_name.empty(); });
   std::vector<DType> types;

@@ -34,6 +34,11 @@ struct Plan {
   HfValueHeads hf_heads = {};
   bool hf_zero_centred = false;
   bool hf_transposed = false;  // HF stores it [in, out] (GPT-2's Conv1D)
+  // Rows copied from another planned tensor (a reranker's head: the LM head's rows of its labels):
+  // row r holds row `row_ids[r]` of `rows_of`, whose kind it takes.
+  std::string rows_of = {};
+  std::vector<int64_t> row_ids = {};
+  Kind rows_of_kind = Kind::kMatrix;
 };
 
 // Qwen3.5: the config of a shape ("tiny" as the peer kit's generator, "qwen3.5-0.8b", "qwen3.5-2b";

@@ -258,12 +258,14 @@ TEST(EngineEmbed, GgufPoolingTypeAndLastTokenMatchesForward) {
 // (cls.output.weight, read from the file) over the last token's normed state, softmaxed, computed
 // here in double from the kLast vector; rank pooling on a model without the head is refused.
 TEST(EngineEmbed, RankIsTheSoftmaxedClassifierHeadOverTheLastToken) {
+  ANELM_REQUIRE_SHARED_MODEL(vocab, "qwen2.5-0.5b-instruct");  // the labels "yes" and "no"
   const auto dir = anelm::testing::make_temp_dir("rank-gguf");
   tools::MakeModelOptions mo;
   mo.arch = Arch::kQwen3;
   mo.shape = "tiny";
   mo.dtype = DType::kF32;
   mo.pooling = Pooling::kRank;
+  mo.tokenizer = vocab.string();
   const tools::MadeModel made = tools::make_model(mo, (dir / "rank.gguf").string());
   EngineOptions eo;
   eo.model_path = made.path;

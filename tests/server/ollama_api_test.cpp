@@ -426,7 +426,7 @@ TEST(OllamaHttp, ThinkRefusedForAModelThatCannotThink) {
   const json chat = json::parse(R"({"messages": [{"role": "user", "content": "Why blue?"}], "stream": false})");
   for (const auto& [path, base] : {std::pair<std::string, json>{"/api/chat", chat},
                                    {"/api/generate", {{"prompt", "Why blue?"}, {"stream", false}}}}) {
-    for (const json think : {json(true), json("high")}) {
+    for (const json& think : {json(true), json("high")}) {
       json body = base;
       body["think"] = think;
       const auto r = post(s, path, body);

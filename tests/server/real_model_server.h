@@ -19,7 +19,7 @@ class RealModelServer {
  public:
   // Loads `e` (model_path set by the caller), serves it as model id `model_id` with `o` (test_options
   // with max_queue as given) and marks the server ready.
-  // `tweak` (optional) adjusts the server options before the server starts (e.g. embeddings).
+  // `tweak` (optional) adjusts the server options before the model loads (e.g. embeddings, reranking).
   RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue = 16,
                   const std::function<void(server::ServerOptions&)>& tweak = {});
   ~RealModelServer();
@@ -28,6 +28,7 @@ class RealModelServer {
   nlohmann::json health() const;
 
  private:
+  server::ServerOptions opts_;  // before bundle_: its reranking flag decides how the model loads
   server::ModelBundle bundle_;
   std::unique_ptr<server::ServerContext> ctx_;
   std::unique_ptr<server::HttpServer> http_;

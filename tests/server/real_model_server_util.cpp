@@ -7,14 +7,23 @@
 
 namespace anelm::testing {
 
-RealModelServer::RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue,
-                                 const std::function<void(server::ServerOptions&)>& tweak)
-    : bundle_(server::load_model_bundle(e)) {
+namespace {
+
+server::ServerOptions options_for(const engine::EngineOptions& e, int max_queue,
+                                  const std::function<void(server::ServerOptions&)>& tweak) {
   server::ServerOptions o = test_options();
   o.model = e.model_path;
   o.max_queue = max_queue;
   if (tweak) tweak(o);
-  ctx_ = std::make_unique<server::ServerContext>(o);
+  return o;
+}
+
+}  // namespace
+
+RealModelServer::RealModelServer(const engine::EngineOptions& e, const std::string& model_id, int max_queue,
+                                 const std::function<void(server::ServerOptions&)>& tweak)
+    : opts_(options_for(e, max_queue, tweak)), bundle_(server::load_model_bundle(e, {}, opts_.reranking)) {
+  ctx_ = std::make_unique<server::ServerContext>(opts_);
   http_ = std::make_unique<server::HttpServer>(*ctx_);
   port_ = http_->bind();
   http_->start();

@@ -85,7 +85,7 @@ TEST(RerankPrompt, FillsTheTemplateInOnePassOrJoinsQueryAndDocument) {
   if (!dir) GTEST_SKIP() << "shared test data not found: ../shared/models/qwen2.5-0.5b-instruct";
   const auto plain = load_tokenizer(dir->string());
   ASSERT_TRUE(plain->vocab().rerank_template.empty());
-  EXPECT_EQ(rerank_prompt(*plain, "what", " is it"), plain->encode("what is it", false))
+  EXPECT_EQ(rerank_prompt(*plain, "", "what", " is it"), plain->encode("what is it", false))
       << "without a template: query then document (no BOS or EOS in this vocabulary)";
 
   const auto model = anelm::testing::make_temp_dir("rerank-api") / "rr.gguf";
@@ -95,10 +95,11 @@ TEST(RerankPrompt, FillsTheTemplateInOnePassOrJoinsQueryAndDocument) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const auto tk = load_tokenizer(model.string());
   std::string text = tk->vocab().rerank_template;
+  EXPECT_EQ(text, kQwen3RerankTemplate);
   ASSERT_NE(text.find("{query}"), std::string::npos);
   text.replace(text.find("{query}"), 7, "a {document} b");
   text.replace(text.rfind("{document}"), 10, "<|im_end|>D");
-  EXPECT_EQ(rerank_prompt(*tk, "a {document} b", "<|im_end|>D"), tk->encode(text, true))
+  EXPECT_EQ(rerank_prompt(*tk, tk->vocab().rerank_template, "a {document} b", "<|im_end|>D"), tk->encode(text, true))
       << "special tokens are parsed, as llama-server tokenizes the pair";
 }
 

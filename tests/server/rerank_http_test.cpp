@@ -32,8 +32,7 @@ std::string make_model(const fs::path& dir, const std::string& name, const std::
   const auto tok = anelm::testing::shared_model("qwen2.5-0.5b-instruct");
   if (!tok) return {};
   const fs::path out = dir / name;
-  const std::string cmd = anelm::testing::anelm_binary().string() + " make-model --arch qwen3 --shape tiny " +
-                          "--format gguf --seed 11 " + args + " --tokenizer-from " + tok->string() + " --out " +
+  const std::string cmd = anelm::testing::anelm_binary().string() + " make-model --shape tiny --seed 11 " + args + " --tokenizer-from " + tok->string() + " --out " +
                           out.string() + " >/dev/null";
   if (std::system(cmd.c_str()) != 0) {
     ADD_FAILURE() << "failed: " << cmd;
@@ -104,26 +103,30 @@ class RerankHttp : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fs::path(anelm::testing::make_temp_dir("rerank-http"));
-    f32_ = new std::string(make_model(*dir_, "rerank-f32.gguf", "--dtype f32 --pooling rank"));
-    q8_ = new std::string(make_model(*dir_, "rerank-q8_0.gguf", "--dtype q8_0 --pooling rank --shape tiny256"));
-    plain_ = new std::string(make_model(*dir_, "plain.gguf", "--dtype f16"));
+    f32_ = new std::string(make_model(*dir_, "rerank-f32.gguf", "--arch qwen3 --dtype f32 --pooling rank"));
+    q8_ = new std::string(make_model(*dir_, "rerank-q8_0.gguf", "--arch qwen3 --dtype q8_0 --pooling rank --shape tiny256"));
+    // The same weights as f32_ stored as a causal LM (no head, no rerank template), GGUF and HF.
+    plain_ = new std::string(make_model(*dir_, "plain-f32.gguf", "--arch qwen3 --dtype f32"));
+    hf_ = new std::string(make_model(*dir_, "plain-f32-hf", "--arch qwen3 --dtype f32 --format hf"));
+    qwen2_ = new std::string(make_model(*dir_, "qwen2.gguf", "--arch qwen2 --dtype f16"));
   }
-  static void TearDownTestSuite() { delete f32_, delete q8_, delete plain_, delete dir_; }
+  static void TearDownTestSuite() { delete f32_, delete q8_, delete plain_, delete hf_, delete qwen2_, delete dir_; }
 
   void SetUp() override {
     if (!anelm::testing::shared_model("qwen2.5-0.5b-instruct"))
       GTEST_SKIP() << "shared test data not found: ../shared/models/qwen2.5-0.5b-instruct";
-    ASSERT_FALSE(f32_->empty() || q8_->empty() || plain_->empty());
+    ASSERT_FALSE(f32_->empty() || q8_->empty() || plain_->empty() || hf_->empty() || qwen2_->empty());
   }
 
-  void serve(const std::string& model, int ctx = 2048) {
+  void serve(const std::string& model, int ctx = 2048, bool reranking = false) {
     engine::EngineOptions e;
     e.model_path = model;
     e.threads = 2;
     e.ctx = ctx;
     e.parallel = 2;
     server_.reset();
-    server_ = std::make_unique<anelm::testing::RealModelServer>(e, "reranker");
+    server_ = std::make_unique<anelm::testing::RealModelServer>(
+        e, "reranker", 16, [reranking](ServerOptions& o) { o.reranking = reranking; });
     port_ = server_->port();
   }
 
@@ -172,7 +175,7 @@ class RerankHttp : public ::testing::Test {
   }
 
   static fs::path* dir_;
-  static std::string *f32_, *q8_, *plain_;
+  static std::string *f32_, *q8_, *plain_, *hf_, *qwen2_;
   std::unique_ptr<anelm::testing::RealModelServer> server_;
   int port_ = 0;
 };
@@ -181,6 +184,8 @@ fs::path* RerankHttp::dir_ = nullptr;
 std::string* RerankHttp::f32_ = nullptr;
 std::string* RerankHttp::q8_ = nullptr;
 std::string* RerankHttp::plain_ = nullptr;
+std::string* RerankHttp::hf_ = nullptr;
+std::string* RerankHttp::qwen2_ = nullptr;
 
 TEST_F(RerankHttp, ScoresMatchLlamaCpp) {
   serve(*f32_);
@@ -281,6 +286,32 @@ TEST_F(RerankHttp, RefusalsNameTheField) {
     ASSERT_TRUE(emb);
     EXPECT_EQ(emb->status, 501) << path;
     EXPECT_NE(emb->body.find("reranker"), std::string::npos) << emb->body;
+  }
+}
+
+// --reranking serves the causal-LM form of a Qwen3-Reranker (an HF directory, or a GGUF converted
+// without its head) as the converted reranker: the same weights score the same, GGUF and HF.
+TEST_F(RerankHttp, ACausalLmServedWithRerankingScoresAsItsConvertedFile) {
+  const json body = {{"query", kQuery}, {"documents", kDocs}};
+  serve(*f32_);
+  const json want = rerank(body);
+  for (const std::string* model : {plain_, hf_}) {
+    serve(*model, 2048, /*reranking=*/true);
+    const json got = rerank(body);
+    EXPECT_EQ(got["usage"], want["usage"]) << *model << ": the same pairs, from Qwen3-Reranker's template";
+    ASSERT_EQ(got["results"].size(), want["results"].size());
+    for (size_t k = 0; k < want["results"].size(); ++k) {
+      EXPECT_EQ(got["results"][k]["index"], want["results"][k]["index"]) << *model;
+      EXPECT_NEAR(got["results"][k]["relevance_score"].get<double>(), want["results"][k]["relevance_score"].get<double>(),
+                  1e-6) << *model;
+    }
+  }
+  // Only Qwen3 is read as a reranker.
+  try {
+    serve(*qwen2_, 2048, /*reranking=*/true);
+    ADD_FAILURE() << "--reranking on a qwen2 model was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("--reranking"), std::string::npos) << e.what();
   }
 }
 
