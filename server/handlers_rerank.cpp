@@ -48,8 +48,8 @@ HttpResponse handle_rerank(ServerContext& ctx, const HttpRequest& req) {
   require_ready(ctx);
   if (ctx.model().engine->config().pooling != engine::Pooling::kRank) {
     throw ApiError(501, "not_supported_error",
-                   "this model is not a reranker (no pooling_type rank in the file): serve a reranker such as "
-                   "Qwen3-Reranker in GGUF to use /v1/rerank");
+                   "this model is not a reranker (no pooling_type rank in the file): serve a reranker GGUF such "
+                   "as Qwen3-Reranker's, or its causal-LM form (an HF directory) with --reranking");
   }
   const RerankRequest r = parse_rerank_request(req.body);
   // The file's template; a reranker made from a causal LM (--reranking) without one is Qwen3-Reranker.
@@ -82,7 +82,8 @@ HttpResponse handle_rerank(ServerContext& ctx, const HttpRequest& req) {
   std::vector<float> scores(r.documents.size());
   for (size_t i = 0; i < scores.size(); ++i) {
     scores[i] = res.vectors[i * static_cast<size_t>(res.dims)];
-    if (!std::isfinite(scores[i])) throw internal_error("the model produced a non-finite score for " + std::string(field) + "[" + std::to_string(i) + "]");
+    if (!std::isfinite(scores[i]))
+      throw internal_error("the model produced a non-finite score for " + std::string(field) + "[" + std::to_string(i) + "]");
   }
   HttpResponse resp;
   resp.body = rerank_response_body(r, scores, served_model_id(ctx), res.prompt_tokens);
