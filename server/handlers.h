@@ -18,6 +18,7 @@ HttpResponse handle_chat_completions(ServerContext& ctx, const HttpRequest& req)
 // llama-server's own API (handlers_llamacpp.cpp): POST /completion and /infill.
 HttpResponse handle_llamacpp_completion(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_infill(ServerContext& ctx, const HttpRequest& req);
+HttpResponse handle_props(ServerContext& ctx, const HttpRequest& req);  // GET /props
 HttpResponse handle_apply_template(ServerContext& ctx, const HttpRequest& req);  // POST /apply-template
 HttpResponse handle_models(ServerContext& ctx, const HttpRequest& req);
 HttpResponse handle_model(ServerContext& ctx, const HttpRequest& req);  // GET /v1/models/{id}

@@ -135,4 +135,33 @@ HttpResponse handle_infill(ServerContext& ctx, const HttpRequest& req) {
   return run_llamacpp(ctx, req, std::move(r), {std::move(prompt)});
 }
 
+// GET /props: what llama-server's clients read before their first request (its web UI, SillyTavern
+// and other front ends: the context size, the slots, the defaults a request that sets nothing gets,
+// the chat template). Only the fields that mean something here; no POST (llama-server refuses it
+// too unless started with --props).
+HttpResponse handle_props(ServerContext& ctx, const HttpRequest& /*req*/) {
+  require_ready(ctx);
+  const LlamaCppRequest defaults = parse_llamacpp_request(R"({"prompt": ""})", ctx.model().sampling, false);
+  const tok::Tokenizer& tk = ctx.tokenizer();
+  auto token = [&](int id) { return id >= 0 ? tk.token_bytes(id) : std::string(); };
+  const json props = {
+      {"default_generation_settings",
+       {{"n_ctx", ctx.n_ctx()}, {"params", llamacpp_generation_settings(defaults, defaults.gen.sampling, -1)}}},
+      {"total_slots", ctx.worker().parallel()},
+      {"model_alias", served_model_id(ctx)},
+      {"model_path", ctx.options().model},
+      {"modalities", {{"vision", false}, {"audio", false}}},
+      {"chat_template", ctx.model().chat->source()},
+      {"bos_token", token(tk.vocab().bos_id)},
+      {"eos_token", token(tk.vocab().eos_id)},
+      {"build_info", "anelm"},
+      {"endpoint_slots", false},
+      {"endpoint_props", false},
+      {"endpoint_metrics", true},
+      {"is_sleeping", false}};
+  HttpResponse res;
+  res.body = props.dump();
+  return res;
+}
+
 }  // namespace anelm::server

@@ -46,6 +46,7 @@ const Route kRoutes[] = {
     {"POST", "/chat/completions", false, false, handle_chat_completions},
     {"POST", "/completion", false, false, handle_llamacpp_completion},  // llama-server's own shape
     {"POST", "/infill", false, false, handle_infill},
+    {"GET", "/props", false, false, handle_props},
     {"POST", "/v1/messages", false, false, handle_messages},
     {"POST", "/v1/messages/count_tokens", false, false, handle_count_tokens},
     {"POST", "/v1/responses", false, false, handle_responses_create},

@@ -221,6 +221,28 @@ TEST_F(LlamaCppApi, CompletionShapeAndSamplingFields) {
   EXPECT_EQ(ok("/completion", mixed)["content"], j["content"]);
 }
 
+// GET /props: the context and slots /health reports, the template /apply-template renders with, and
+// as defaults exactly the sampling a /completion that sets nothing runs with.
+TEST_F(LlamaCppApi, PropsReportWhatARequestGets) {
+  auto r = client_->Get("/props");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+  const json p = json::parse(r->body);
+  const json health = server_->health();
+  EXPECT_EQ(p["default_generation_settings"]["n_ctx"], health["n_ctx"]);
+  EXPECT_EQ(p["total_slots"], health["parallel"]);
+  EXPECT_EQ(p["model_alias"], "m");
+  EXPECT_EQ(p["eos_token"], "<|im_end|>");
+  const json rendered = ok("/apply-template", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}});
+  EXPECT_NE(p["chat_template"].get<std::string>().find("<|im_start|>"), std::string::npos);
+  EXPECT_NE(rendered["prompt"].get<std::string>().find("<|im_start|>user\nHi<|im_end|>"), std::string::npos);
+  const json done = ok("/completion", {{"prompt", "Hello"}, {"n_predict", 1}});
+  const json& want = done["generation_settings"];
+  const json& got = p["default_generation_settings"]["params"];
+  for (const char* k : {"temperature", "top_k", "top_p", "min_p", "repeat_last_n", "repeat_penalty", "presence_penalty",
+                        "frequency_penalty", "samplers", "stop", "ignore_eos"})
+    EXPECT_EQ(got[k], want[k]) << k;
+}
+
 TEST_F(LlamaCppApi, UnsupportedFieldsAreRefusedByName) {
   const json base = {{"prompt", "Hello"}, {"n_predict", 2}};
   auto with = [&](const char* key, json value) {
