@@ -40,9 +40,10 @@ std::string line(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
 
-json tool_calls_json(const std::vector<ToolCallOut>& calls) {
+// Calls [first, end) of a reply's calls, each with its index in the reply.
+json tool_calls_json(const std::vector<ToolCallOut>& calls, size_t first, size_t end) {
   json out = json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
+  for (size_t i = first; i < end; ++i) {
     json args;
     // A call cut by num_predict has no usable arguments: an empty object, as the other APIs give.
     if (!parse_json_linear(calls[i].arguments, args) || !args.is_object()) args = json::object();
@@ -61,27 +62,31 @@ class OllamaSerializer : public ResponseSerializer {
   std::string choice_start(int) override { return {}; }
 
   std::string delta(int, const OutputDelta& d, std::span<const TokenLogprob> lps) override {
-    if (d.content.empty() && d.reasoning.empty() && lps.empty()) return {};  // tool calls go out whole at the end
-    json j = head();
+    std::string out;
     if (meta_.chat) {
-      j["message"] = message(d.content, d.reasoning);
-    } else {
-      j["response"] = d.content;
-      if (!d.reasoning.empty()) j["thinking"] = d.reasoning;
+      for (const ToolCallDelta& t : d.tool_calls) {
+        if (t.index < 0) continue;
+        if (static_cast<size_t>(t.index) >= calls_.size()) calls_.resize(static_cast<size_t>(t.index) + 1);
+        ToolCallOut& c = calls_[static_cast<size_t>(t.index)];
+        if (!t.id.empty()) c.id = t.id;
+        if (!t.name.empty()) c.name = t.name;
+        c.arguments += t.arguments;
+      }
     }
-    j["done"] = false;
-    if (meta_.logprobs && !lps.empty()) j["logprobs"] = token_logprobs_json(lps);
-    return line(j);
+    if (!d.content.empty() || !d.reasoning.empty() || !lps.empty()) out += text_chunk(d, lps);
+    // A call is whole once the next one starts: it goes out then, in a chunk of its own, as Ollama
+    // streams each call its parser closes (the last one at the end of the reply).
+    if (calls_.size() > sent_ + 1) {
+      out += calls_chunk(calls_, sent_, calls_.size() - 1);
+      sent_ = calls_.size() - 1;
+    }
+    return out;
   }
 
   std::string choice_end(int, const ChoiceOutput& out) override {
     end_ = out;
-    if (!meta_.chat || out.tool_calls.empty()) return {};
-    json j = head();
-    j["message"] = message("", "");
-    j["message"]["tool_calls"] = tool_calls_json(out.tool_calls);
-    j["done"] = false;
-    return line(j);
+    if (!meta_.chat || out.tool_calls.size() <= sent_) return {};
+    return calls_chunk(out.tool_calls, sent_, out.tool_calls.size());  // the calls not out yet
   }
 
   std::string stream_end(const UsageInfo& u) override {
@@ -99,7 +104,7 @@ class OllamaSerializer : public ResponseSerializer {
     json j = head();
     if (meta_.chat) {
       j["message"] = message(o.content, o.reasoning);
-      if (!o.tool_calls.empty()) j["message"]["tool_calls"] = tool_calls_json(o.tool_calls);
+      if (!o.tool_calls.empty()) j["message"]["tool_calls"] = tool_calls_json(o.tool_calls, 0, o.tool_calls.size());
     } else {
       j["response"] = o.content;
       if (!o.reasoning.empty()) j["thinking"] = o.reasoning;
@@ -110,6 +115,27 @@ class OllamaSerializer : public ResponseSerializer {
 
  private:
   json head() const { return {{"model", meta_.model}, {"created_at", ollama_timestamp()}}; }
+
+  std::string text_chunk(const OutputDelta& d, std::span<const TokenLogprob> lps) const {
+    json j = head();
+    if (meta_.chat) {
+      j["message"] = message(d.content, d.reasoning);
+    } else {
+      j["response"] = d.content;
+      if (!d.reasoning.empty()) j["thinking"] = d.reasoning;
+    }
+    j["done"] = false;
+    if (meta_.logprobs && !lps.empty()) j["logprobs"] = token_logprobs_json(lps);
+    return line(j);
+  }
+
+  std::string calls_chunk(const std::vector<ToolCallOut>& calls, size_t first, size_t end) const {
+    json j = head();
+    j["message"] = message("", "");
+    j["message"]["tool_calls"] = tool_calls_json(calls, first, end);
+    j["done"] = false;
+    return line(j);
+  }
 
   static json message(const std::string& content, const std::string& thinking) {
     json m = {{"role", "assistant"}, {"content", content}};
@@ -139,6 +165,8 @@ class OllamaSerializer : public ResponseSerializer {
 
   OllamaMeta meta_;
   ChoiceOutput end_;
+  std::vector<ToolCallOut> calls_;  // the reply's tool calls as the deltas build them
+  size_t sent_ = 0;                 // calls_[0, sent_) are out
 };
 
 }  // namespace

@@ -332,6 +332,30 @@ TEST(OllamaHttp, ToolCallsFromTheModelsSyntaxWithObjectArguments) {
   EXPECT_EQ(assembled["message"]["thinking"], m["thinking"]);
 }
 
+// Two calls stream as Ollama streams them: each in a chunk of its own once it is whole (the first when
+// the second starts), with its index in the reply; assembled, the same calls as the whole answer.
+TEST(OllamaHttp, EachToolCallStreamsWhenItCloses) {
+  if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
+  auto s_owner = qwen3_server(std::string(kToolReply) +
+                              "\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Berlin\"}}\n</tool_call>");
+  TestServer& s = *s_owner;
+  json req = tool_request();
+  req["stream"] = false;
+  const json whole = json::parse(post(s, "/api/chat", req)->body);
+  ASSERT_EQ(whole["message"]["tool_calls"].size(), 2u) << whole.dump();
+  const std::vector<json> chunks = ndjson(post(s, "/api/chat", tool_request())->body);
+  std::vector<json> call_chunks;
+  for (const json& c : chunks)
+    if (c["message"].contains("tool_calls")) call_chunks.push_back(c["message"]["tool_calls"]);
+  ASSERT_EQ(call_chunks.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(call_chunks[k].size(), 1u);
+    EXPECT_EQ(call_chunks[k][0], whole["message"]["tool_calls"][k]);
+    EXPECT_EQ(call_chunks[k][0]["function"]["index"], k);
+  }
+  EXPECT_EQ(assemble_chat(chunks)["message"]["tool_calls"], whole["message"]["tool_calls"]);
+}
+
 TEST(OllamaHttp, ToolRoundTripRendersAsTheOpenAIRequestDoes) {
   if (!shared_model("chat-templates/Qwen-Qwen3-0.6B.jinja")) GTEST_SKIP() << "shared chat templates not found";
   auto s_owner = qwen3_server("");
