@@ -144,8 +144,9 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   // read for Qwen3 (Qwen3-Reranker, as llama.cpp's converter writes it: cls.output = the LM head's
   // "yes" and "no" rows); other families' rank files, and unknown values, leave kNone: the model
   // still generates, and /v1/embeddings needs --embeddings (mean pooling) for it.
-  if (auto v = g.find_int(p + "pooling_type"); v && *v >= 0 && *v <= 3) c.pooling = static_cast<Pooling>(*v);
-  if (auto v = g.find_int(p + "pooling_type"); v && *v == 4 && c.arch == Arch::kQwen3) {
+  const auto pooling = g.find_int(p + "pooling_type");
+  if (pooling && *pooling >= 0 && *pooling <= 3) c.pooling = static_cast<Pooling>(*pooling);
+  if (pooling && *pooling == 4 && c.arch == Arch::kQwen3) {
     const GgufTensorInfo* t = g.find_tensor("cls.output.weight");
     if (!t || t->ne.size() != 2) {
       throw Error(ErrorKind::kFormat, "GGUF '" + g.path() + "': " + p + "pooling_type = 4 (rank) needs the " +

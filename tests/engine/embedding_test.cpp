@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/embedding.h"
@@ -213,22 +216,33 @@ TEST(EmbeddingNormalize, UnitLengthAndZeroKept) {
   EXPECT_EQ(z[0], 0.0f);
 }
 
-// A GGUF made with --pooling last: the loader reads pooling_type, Engine::embed serves it, and the
-// last-token vector is the generation path's hidden state (its logits through the tied head).
-TEST(EngineEmbed, GgufPoolingTypeAndLastTokenMatchesForward) {
-  const auto dir = anelm::testing::make_temp_dir("embed-gguf");
+// A tiny f32 Qwen3 GGUF made with `pooling` in `dir` (the vocabulary of `tokenizer`, "" synthetic),
+// loaded with an f32 KV cache.
+struct MadeEngine {
+  std::string path;
+  std::unique_ptr<Engine> engine;
+};
+MadeEngine make_qwen3(const std::filesystem::path& dir, const std::string& name, Pooling pooling,
+                      const std::string& tokenizer = "") {
   tools::MakeModelOptions mo;
   mo.arch = Arch::kQwen3;
   mo.shape = "tiny";
   mo.dtype = DType::kF32;
-  mo.pooling = Pooling::kLast;
-  const tools::MadeModel made = tools::make_model(mo, (dir / "emb.gguf").string());
+  mo.pooling = pooling;
+  mo.tokenizer = tokenizer;
   EngineOptions eo;
-  eo.model_path = made.path;
+  eo.model_path = tools::make_model(mo, (dir / name).string()).path;
   eo.threads = 2;
   eo.ctx = 128;
   eo.kv_type = DType::kF32;
-  auto engine = Engine::load(eo);
+  return {eo.model_path, Engine::load(eo)};
+}
+
+// A GGUF made with --pooling last: the loader reads pooling_type, Engine::embed serves it, and the
+// last-token vector is the generation path's hidden state (its logits through the tied head).
+TEST(EngineEmbed, GgufPoolingTypeAndLastTokenMatchesForward) {
+  const MadeEngine made = make_qwen3(anelm::testing::make_temp_dir("embed-gguf"), "emb.gguf", Pooling::kLast);
+  Engine* engine = made.engine.get();
   ASSERT_EQ(engine->config().pooling, Pooling::kLast);
   const std::vector<int> in = {11, 22, 33, 44, 55, 66, 77};
   EmbedRequest r;
@@ -260,18 +274,8 @@ TEST(EngineEmbed, GgufPoolingTypeAndLastTokenMatchesForward) {
 TEST(EngineEmbed, RankIsTheSoftmaxedClassifierHeadOverTheLastToken) {
   ANELM_REQUIRE_SHARED_MODEL(vocab, "qwen2.5-0.5b-instruct");  // the labels "yes" and "no"
   const auto dir = anelm::testing::make_temp_dir("rank-gguf");
-  tools::MakeModelOptions mo;
-  mo.arch = Arch::kQwen3;
-  mo.shape = "tiny";
-  mo.dtype = DType::kF32;
-  mo.pooling = Pooling::kRank;
-  mo.tokenizer = vocab.string();
-  const tools::MadeModel made = tools::make_model(mo, (dir / "rank.gguf").string());
-  EngineOptions eo;
-  eo.model_path = made.path;
-  eo.threads = 2;
-  eo.ctx = 128;
-  auto engine = Engine::load(eo);
+  const MadeEngine made = make_qwen3(dir, "rank.gguf", Pooling::kRank, vocab.string());
+  Engine* engine = made.engine.get();
   const ModelConfig& c = engine->config();
   ASSERT_EQ(c.pooling, Pooling::kRank);
   ASSERT_EQ(c.n_cls_out, 2);
@@ -300,14 +304,12 @@ TEST(EngineEmbed, RankIsTheSoftmaxedClassifierHeadOverTheLastToken) {
     }
   }
 
-  mo.pooling = Pooling::kLast;
-  eo.model_path = tools::make_model(mo, (dir / "last.gguf").string()).path;
-  auto last = Engine::load(eo);
+  const MadeEngine last = make_qwen3(dir, "last.gguf", Pooling::kLast);
   EmbedRequest r;
   r.inputs = {{5, 6}};
   r.pooling = Pooling::kRank;
   try {
-    last->embed(r);
+    last.engine->embed(r);
     ADD_FAILURE() << "rank pooling without a classifier head was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);

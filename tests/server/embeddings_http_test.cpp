@@ -29,18 +29,10 @@ using nlohmann::json;
 
 constexpr int kLongCtx = 8448;
 
-// A model made by the anelm binary of this build; empty path (and a failure) when it cannot be.
+// A tiny f16 model with Qwen2.5's tokenizer made by this build's anelm.
 std::string make_model(const fs::path& dir, const std::string& name, const std::string& args) {
-  const auto tok = anelm::testing::shared_model("qwen2.5-0.5b-instruct");
-  if (!tok) return {};
-  const fs::path out = dir / name;
-  const std::string cmd = anelm::testing::anelm_binary().string() + " make-model --shape tiny --dtype f16 --format gguf --seed 7 " +
-                          args + " --tokenizer-from " + tok->string() + " --out " + out.string() + " >/dev/null";
-  if (std::system(cmd.c_str()) != 0) {
-    ADD_FAILURE() << "failed: " << cmd;
-    return {};
-  }
-  return out.string();
+  return anelm::testing::make_model_with_qwen25_tokenizer(dir, name,
+                                                          "--shape tiny --dtype f16 --format gguf --seed 7 " + args);
 }
 
 std::optional<fs::path> peer_embed_tool() {

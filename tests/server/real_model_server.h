@@ -2,6 +2,7 @@
 // model), for tests that need real generations over HTTP.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,11 @@
 #include "server/server_context.h"
 
 namespace anelm::testing {
+
+// `anelm make-model ARGS --tokenizer-from <Qwen2.5's tokenizer> --out DIR/NAME` with this build's
+// binary: the path, or "" (and a test failure) when it fails or ../shared lacks the tokenizer.
+std::string make_model_with_qwen25_tokenizer(const std::filesystem::path& dir, const std::string& name,
+                                             const std::string& args);
 
 class RealModelServer {
  public:

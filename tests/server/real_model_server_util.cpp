@@ -1,11 +1,29 @@
 // RealModelServer: load, bind, start, ready; drain and stop on destruction.
 #include "real_model_server.h"
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdlib>
+
 #include "test_server.h"
+#include "tests/support/shared_data.h"
 
 namespace anelm::testing {
+
+std::string make_model_with_qwen25_tokenizer(const std::filesystem::path& dir, const std::string& name,
+                                             const std::string& args) {
+  const auto tok = shared_model("qwen2.5-0.5b-instruct");
+  if (!tok) return {};
+  const std::filesystem::path out = dir / name;
+  const std::string cmd = anelm_binary().string() + " make-model " + args + " --tokenizer-from " + tok->string() +
+                          " --out " + out.string() + " >/dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    ADD_FAILURE() << "failed: " << cmd;
+    return {};
+  }
+  return out.string();
+}
 
 namespace {
 

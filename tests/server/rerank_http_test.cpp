@@ -28,17 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// A tiny model with Qwen2.5's tokenizer (its "yes" and "no") made by this build's anelm.
 std::string make_model(const fs::path& dir, const std::string& name, const std::string& args) {
-  const auto tok = anelm::testing::shared_model("qwen2.5-0.5b-instruct");
-  if (!tok) return {};
-  const fs::path out = dir / name;
-  const std::string cmd = anelm::testing::anelm_binary().string() + " make-model --shape tiny --seed 11 " + args + " --tokenizer-from " + tok->string() + " --out " +
-                          out.string() + " >/dev/null";
-  if (std::system(cmd.c_str()) != 0) {
-    ADD_FAILURE() << "failed: " << cmd;
-    return {};
-  }
-  return out.string();
+  return anelm::testing::make_model_with_qwen25_tokenizer(dir, name, "--shape tiny --seed 11 " + args);
 }
 
 struct PeerScores {
