@@ -8,7 +8,9 @@ Usage: bench/bench_embeddings.py [--model FILE.gguf | --shape qwen3-0.6b --dtype
 scored against one query, on /v1/rerank against node-llama-cpp's ranking context (the same pairs).
 
 Without --model, writes a random Qwen3-Embedding-0.6B-shaped GGUF (`anelm make-model --arch qwen3
---shape qwen3-0.6b --pooling last`, the real Qwen2.5 tokenizer). Texts: --inputs deterministic
+--shape qwen3-0.6b --pooling last`, the real Qwen2.5 tokenizer); `--arch bert --shape bge-small
+--pooling cls` a BERT one (bge-small-en-v1.5's shape) with the real BGE vocabulary (llama.cpp's
+models/ggml-vocab-bert-bge.gguf, extracted from the peer kit's source bundle). Texts: --inputs deterministic
 English-like texts of --words words each. Rounds are interleaved (llama.cpp, anelm, llama.cpp, ...):
 - llama.cpp: bench/llamacpp_embed_bench.mjs (node-llama-cpp, prebuilt llama.cpp of the peer kit): every
   text embedded in turn, one sequence per llama_decode, as the kit's llamacpp-embed; model load and a
@@ -116,9 +118,14 @@ def main():
     model = a.model
     if not model:
         model = os.path.join(tmp, f"{a.arch}-{a.shape}-embed-{a.pooling}-{a.dtype}.gguf")
+        tokenizer = os.path.join(SHARED, "models", "qwen2.5-0.5b-instruct")
+        if a.arch == "bert":
+            vocab = "ggml-vocab-bert-bge.gguf"
+            subprocess.run(["bash", os.path.join(ROOT, "tests", "tokenizer", "llama_vocab_files.sh"), tmp, vocab], check=True)
+            tokenizer = os.path.join(tmp, vocab)
         subprocess.run([a.anelm, "make-model", "--arch", a.arch, "--shape", a.shape, "--dtype", a.dtype,
-                        "--pooling", a.pooling, "--tokenizer-from", os.path.join(SHARED, "models", "qwen2.5-0.5b-instruct"),
-                        "--out", model], check=True, stdout=subprocess.DEVNULL)
+                        "--pooling", a.pooling, "--tokenizer-from", tokenizer, "--out", model],
+                       check=True, stdout=subprocess.DEVNULL)
     inputs = texts(a.inputs, a.words)
     texts_file = os.path.join(tmp, "texts.json")
     with open(texts_file, "w") as f:

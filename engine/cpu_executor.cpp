@@ -89,14 +89,24 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   // model with multipliers: the ANE programs have none).
   if (b.layer == 0 && cfg_.embedding_scale != 1.0f) scale_rows(b.x, n, d, cfg_.embedding_scale);
 
-  // ---- token mixer: x += mixer(norm(x)) (attention or Gated DeltaNet, per the layer's kind)
-  norm_rows(attn_norm, L.attn_norm_b, b.x, n, a.xb.data());
+  // ---- token mixer: x += mixer(norm(x)) (attention or Gated DeltaNet, per the layer's kind);
+  // post-LN (BERT): x = norm(x + mixer(x)), and the FFN reads that x
+  const bool post_ln = cfg_.norm_after_residual;
+  if (post_ln) {
+    std::copy_n(b.x, static_cast<int64_t>(n) * d, a.xb.data());
+  } else {
+    norm_rows(attn_norm, L.attn_norm_b, b.x, n, a.xb.data());
+  }
   mixers_[static_cast<size_t>(b.layer)]->mix(b);
   post_norm(L.attn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
+  if (post_ln) {
+    norm_rows(attn_norm, L.attn_norm_b, b.x, n, b.x);
+    std::copy_n(b.x, static_cast<int64_t>(n) * d, a.xb.data());
+  }
 
   // ---- feed-forward block: x += w_down . (silu(w_gate . norm(x)) * (w_up . norm(x)))
-  norm_rows(ffn_norm, L.ffn_norm_b, b.x, n, a.xb.data());
+  if (!post_ln) norm_rows(ffn_norm, L.ffn_norm_b, b.x, n, a.xb.data());
   if (!cfg_.gated_ffn) {
     ffn_ungated(L, a, n);
   } else {
@@ -113,9 +123,10 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   add_bias_rows(pool_, k_, L.b_down, a.proj.data(), n, d);
   post_norm(L.ffn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
+  if (post_ln) norm_rows(ffn_norm, L.ffn_norm_b, b.x, n, b.x);
 }
 
-// The layer's pre-norm of rows x [n][d_model] into out: RMSNorm, or LayerNorm with its bias (GPT-2).
+// A layer norm of rows x [n][d_model] into out (may alias x): RMSNorm, or LayerNorm with its bias (GPT-2, BERT).
 void CpuExecutor::norm_rows(const float* w, const TensorView& bias, const float* x, int n, float* out) {
   const int d = cfg_.d_model;
   const auto* b = static_cast<const float*>(bias.data);

@@ -99,7 +99,9 @@ void Embedder::start(EmbedRequest req, EmbedDoneCallback on_done) {
 
 // Rows of the next pass: the lanes in progress continue (oldest first), then new inputs of the
 // queued requests in order, while rows are left and the scratch cache has room for the whole input
-// (it waits otherwise: the lanes ahead end within a few passes and the cache starts over).
+// (it waits otherwise: the lanes ahead end within a few passes and the cache starts over). An
+// encoder's input (bidirectional attention) waits for a pass with room for all of it (the engine
+// sizes a pass to the context).
 void Embedder::plan() {
   tokens_.clear();
   rows_.clear();
@@ -121,6 +123,7 @@ void Embedder::plan() {
     while (room > 0 && j.started < j.req.inputs.size()) {
       const int len = static_cast<int>(j.req.inputs[j.started].size());
       if (kv_top_ + len > kv_.ctx() || (!pack_ && !lanes_.empty())) return;
+      if (!cfg_.causal && len > room) return;  // an encoder's input runs whole in one pass
       lanes_.push_back(Lane{&j, static_cast<int>(j.started), len, 0, kv_top_});
       kv_top_ += len;
       ++j.started;

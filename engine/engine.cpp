@@ -127,7 +127,10 @@ class LocalEngine final : public Engine {
         tf_(model_->config, model_->weights, pool_, kernels::active_kernels()),
         gen_(tf_, ctx_, opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_),
              opts.kv_type, pool_.size(), opts.prompt_cache_bytes, opts.parallel),
-        max_batch_(opts.max_batch > 0 ? std::min(opts.max_batch, ctx_) : std::min(kDefaultMaxBatch, ctx_)),
+        // An encoder's input runs whole in one pass (bidirectional attention): any that fits the context.
+        max_batch_(!model_->config.causal ? ctx_
+                   : opts.max_batch > 0   ? std::min(opts.max_batch, ctx_)
+                                          : std::min(kDefaultMaxBatch, ctx_)),
         kv_type_(opts.kv_type) {
     if (opts.backend == Backend::kAne) {
       // The layers apply RoPE in every attention layer with 1/sqrt(d) scores and have no
@@ -141,10 +144,12 @@ class LocalEngine final : public Engine {
       // GPT-2 and Gemma 3 have programs of their own (engine/ane/ane_families.h): their
       // embedding scale, attention scale, NoPE and windowed layers run on the CPU between them.
       const bool family = c.arch == Arch::kGpt2 || c.arch == Arch::kGemma3;
+      const bool encoder = !c.causal;  // the programs' attention is causal
       const bool gemma = c.post_norms || c.ffn_act != FfnAct::kSilu || !c.swa_layers.empty();
-      if (!family && (multipliers || !c.nope_layers.empty() || phi3 || gemma)) {
+      if (encoder || (!family && (multipliers || !c.nope_layers.empty() || phi3 || gemma))) {
         ane_declined_ = "the ANE programs do not implement " + std::string(arch_name(c.arch)) +
-                        (gemma         ? "'s layers (post-norms, GeGLU, sliding windows)"
+                        (encoder       ? "'s bidirectional attention"
+                         : gemma       ? "'s layers (post-norms, GeGLU, sliding windows)"
                          : phi3        ? " (not validated: fused tensors, LongRoPE)"
                          : multipliers ? "'s multipliers"
                                        : "'s NoPE layers");

@@ -76,4 +76,13 @@ std::optional<Gpt2HfName> gpt2_hf_name(const std::string& gguf);
 // tensor when a Conv1D weight's shape is not [in, out] for `c`.
 TensorLookup gpt2_hf_tensors(const ModelConfig& c, TensorLookup file, std::vector<std::shared_ptr<void>>& owners);
 
+// BERT (`bert`; engine/family_bert.cpp): an encoder served as an embedding model: bidirectional
+// attention, post-LN layers, a LayerNorm on the summed token, position and token-type-0 embeddings.
+void bert_from_gguf(const GgufFile& g, ModelConfig& c);
+// Every bert.* key (and token_type_count), as llama.cpp's BertModel converter writes them.
+void bert_to_gguf(const ModelConfig& c, GgufWriter& w);
+// BERT's layer norms (attn_output_norm, layer_output_norm) served under the names the loader binds
+// for a layer's two norms (attn_norm, ffn_norm).
+TensorLookup bert_tensor_names(TensorLookup file);
+
 }  // namespace anelm::engine

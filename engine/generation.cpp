@@ -24,6 +24,10 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 void validate_request(const GenerateRequest& req, const ModelConfig& cfg, int ctx) {
+  if (!cfg.causal) {
+    throw Error(ErrorKind::kUnsupported, std::string(arch_name(cfg.arch)) +
+                                             " is an encoder (an embedding model): it embeds text and does not generate");
+  }
   const auto n_prompt = static_cast<int64_t>(req.prompt.size());
   if (n_prompt == 0) invalid("prompt is empty: at least one token id is required");
   for (size_t i = 0; i < req.prompt.size(); ++i) {

@@ -39,6 +39,7 @@ const char* arch_name(Arch a) {
     case Arch::kPhi3: return "phi3";
     case Arch::kGemma3: return "gemma3";
     case Arch::kGpt2: return "gpt2";
+    case Arch::kBert: return "bert";
   }
   return "unknown";
 }
@@ -147,6 +148,10 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (pooling == Pooling::kRank && (n_cls_out < 1 || n_cls_out > 64)) {
     p.add("n_cls_out", n_cls_out, "a reranker's classifier head needs 1..64 labels");
+  }
+  // An encoder has no LM head and no causal cache to decode from: it is served as an embedding model.
+  if (!causal && (pooling == Pooling::kNone || pooling == Pooling::kRank)) {
+    p.add("pooling", pooling_name(pooling), "an encoder (bidirectional attention) needs mean, cls or last pooling");
   }
   if (!(rms_eps > 0.0f && rms_eps < 1e-1f)) p.add("rms_eps", rms_eps, "must be in (0, 0.1)");
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)) p.add("rope_theta", rope_theta, "must be > 0");

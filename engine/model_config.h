@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3, kGemma3, kGpt2 };
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3, kGemma3, kGpt2, kBert };
 
 const char* arch_name(Arch a);
 
@@ -125,6 +125,16 @@ struct ModelConfig {
   bool layer_norm = false;
   bool gated_ffn = true;
   bool learned_positions = false;
+
+  // BERT (engine/family_bert.cpp), an encoder that only embeds: bidirectional attention (causal
+  // false: every token of an input attends every token of it, so an input runs whole in one pass);
+  // post-LN layers (norm_after_residual: each LayerNorm applies to x + branch, with the attn_norm and
+  // ffn_norm weights, and there is no output norm); a LayerNorm on the input embeddings (embd_norm,
+  // ModelWeights::embd_norm) after the token, position and token-type rows are summed.
+  bool causal = true;
+  bool norm_after_residual = false;
+  bool embd_norm = false;
+  int n_token_types = 0;       // rows of ModelWeights::type_embd (0: none)
 
   Mixer mixer(int layer) const { return mixers.empty() ? Mixer::kAttention : mixers[static_cast<size_t>(layer)]; }
   bool rope(int layer) const { return nope_layers.empty() || !nope_layers[static_cast<size_t>(layer)]; }

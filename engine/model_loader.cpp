@@ -110,9 +110,18 @@ std::vector<Slot> make_slots(const ModelConfig& c, ModelWeights& w, ModelFormat 
   std::vector<Slot> s;
   s.push_back({&w.tok_embd, n.global("token_embd.weight", "model.embed_tokens.weight"), {v, d},
                "[vocab, d_model]", Role::kMatrix, true});
-  s.push_back({&w.out_norm, n.global("output_norm.weight", "model.norm.weight"), {d}, "[d_model]",
-               Role::kVector, true});
-  if (c.layer_norm) s.push_back({&w.out_norm_b, n.global("output_norm.bias", ""), {d}, "[d_model]", Role::kVector, true});
+  if (!c.norm_after_residual) {  // post-LN layers (BERT) end normed
+    s.push_back({&w.out_norm, n.global("output_norm.weight", "model.norm.weight"), {d}, "[d_model]", Role::kVector, true});
+    if (c.layer_norm) s.push_back({&w.out_norm_b, n.global("output_norm.bias", ""), {d}, "[d_model]", Role::kVector, true});
+  }
+  if (c.embd_norm) {
+    s.push_back({&w.embd_norm, n.global("token_embd_norm.weight", ""), {d}, "[d_model]", Role::kVector, true});
+    s.push_back({&w.embd_norm_b, n.global("token_embd_norm.bias", ""), {d}, "[d_model]", Role::kVector, true});
+  }
+  if (c.n_token_types > 0) {  // optional, as in llama.cpp
+    s.push_back({&w.type_embd, n.global("token_types.weight", ""), {c.n_token_types, d}, "[token_type_count, d_model]",
+                 Role::kVector, false});
+  }
   if (c.learned_positions) {
     s.push_back({&w.pos_embd, n.global("position_embd.weight", ""), {c.max_ctx, d}, "[context_length, d_model]", Role::kMatrix, true});
   }
@@ -450,6 +459,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
     lookup = gpt2_hf_tensors(m->config, std::move(lookup), m->owners);
   }
   if (m->config.arch == Arch::kGpt2) lookup = gpt2_split_fused(m->config, std::move(lookup));
+  if (m->config.arch == Arch::kBert) lookup = bert_tensor_names(std::move(lookup));
   if (m->format == ModelFormat::kGguf &&
       std::static_pointer_cast<GgufFile>(m->owners[0])->tensors().empty()) {
     throw Error(ErrorKind::kNotFound, "GGUF '" + path + "' holds no tensors (a vocab-only file?); "

@@ -54,6 +54,10 @@ void Transformer::output_norm(const float* x, int n, float* out) const {
   const int d = cfg_.d_model;
   const auto* norm = static_cast<const float*>(w_.out_norm.data);
   const auto* bias = static_cast<const float*>(w_.out_norm_b.data);  // GPT-2's final LayerNorm
+  if (!norm) {  // post-LN layers (BERT) end normed
+    std::copy_n(x, static_cast<int64_t>(n) * d, out);
+    return;
+  }
   for (int i = 0; i < n; ++i) {
     if (cfg_.layer_norm) {
       k_.layer_norm(x + static_cast<int64_t>(i) * d, norm, bias, cfg_.rms_eps, d, out + static_cast<int64_t>(i) * d);
@@ -84,6 +88,19 @@ void Transformer::add_positions(const BatchStep& b, Activations& acts) {
   }
 }
 
+// BERT: x[t] = LayerNorm(x[t] + token_types[0]) (every token is "sentence A", as in llama.cpp).
+void Transformer::embed_norm(int n, Activations& acts) {
+  const int d = cfg_.d_model;
+  const auto* type0 = static_cast<const float*>(w_.type_embd.data);
+  const auto* w = static_cast<const float*>(w_.embd_norm.data);
+  const auto* b = static_cast<const float*>(w_.embd_norm_b.data);
+  for (int64_t t = 0; t < n; ++t) {
+    float* x = acts.x.data() + t * d;
+    if (type0) k_.add(x, type0, d, x);
+    k_.layer_norm(x, w, b, cfg_.rms_eps, d, x);
+  }
+}
+
 bool Transformer::step(const BatchStep& b, Activations& acts, const std::function<bool()>& abort) {
   const int n = static_cast<int>(b.tokens.size());
   const int d = cfg_.d_model;
@@ -92,6 +109,7 @@ bool Transformer::step(const BatchStep& b, Activations& acts, const std::functio
                       acts.x.data() + static_cast<int64_t>(t) * d);
   }
   if (cfg_.learned_positions) add_positions(b, acts);
+  if (cfg_.embd_norm) embed_norm(n, acts);
   // A recurrent state holds exactly the tokens it absorbed: a pass must continue it (or start a
   // sequence over at position 0), and it is invalid while the pass writes it (an abandoned pass
   // leaves it so).

@@ -81,6 +81,8 @@ class Transformer {
   void logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out);
   // GPT-2: x[t] += pos_embd[position of row t] for every row of the batch.
   void add_positions(const BatchStep& b, Activations& acts);
+  // BERT: token type 0 added and the embeddings' LayerNorm, on the n rows of acts.x.
+  void embed_norm(int n, Activations& acts);
 
   const ModelConfig& cfg_;
   const ModelWeights& w_;  // the loaded model's (resident) weights; not owned

@@ -56,6 +56,10 @@ struct ModelWeights {
   TensorView pos_embd;   // [max_ctx, d_model] learned positions (GPT-2; empty otherwise)
   TensorView cls_out;    // [n_cls_out, d_model] a reranker's classifier head (empty otherwise)
   TensorView cls_out_b;  // [n_cls_out] its bias (optional)
+  // BERT: the LayerNorm on the input embeddings, and the token-type embeddings (row 0 is added).
+  TensorView embd_norm;   // [d_model]
+  TensorView embd_norm_b; // [d_model]
+  TensorView type_embd;   // [n_token_types, d_model]
   std::vector<LayerWeights> layers;
 };
 

@@ -394,6 +394,11 @@ void stream_events(ServerContext& ctx, StreamJob& job, StreamSink& sink) {
 
 HttpResponse run_generation(ServerContext& ctx, PreparedGeneration gen,
                             std::unique_ptr<ResponseSerializer> serializer) {
+  if (const engine::ModelConfig& c = ctx.model().engine->config(); !c.causal) {
+    throw ApiError(501, "not_supported_error",
+                   std::string("this model is an embedding model (") + engine::arch_name(c.arch) +
+                       ", an encoder): it does not generate text; it serves /v1/embeddings");
+  }
   if (gen.request.prompt.empty()) throw invalid_field("prompt", "the prompt is empty after tokenization");
   ctx.model().engine->validate(gen.request);  // before queueing: a bad request costs no engine time
   for (const std::vector<int>& p : gen.prompts) {

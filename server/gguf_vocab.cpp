@@ -77,8 +77,20 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
     d.bos_id = 11, d.eos_id = 11;  // llama.cpp's gpt2 defaults when the keys are absent
     if (!g.has("tokenizer.ggml.merges")) fail(g, "tokenizer.ggml.merges", "is missing (required for model \"gpt2\")");
     d.merges = g.get_string_array("tokenizer.ggml.merges");
+  } else if (model == "bert") {
+    // BERT WordPiece (bge, all-MiniLM, mxbai, snowflake-arctic-embed): llama.cpp's "bert" defaults,
+    // [CLS] 101 as BOS, [UNK] 100, [SEP] 102, [PAD] 0; tokenizer.ggml.pre is not read (llama.cpp).
+    d.kind = tok::VocabKind::kWordPiece;
+    d.pre = tok::PreTokenizer::kNone;
+    d.bos_id = 101, d.unk_id = 100, d.sep_id = 102, d.pad_id = 0;
+    d.add_bos = true;
+    d.add_sep = true;
+    d.add_space_prefix = false;
+    d.clean_spaces = true;
+    d.normalize_lowercase = true;  // llama.cpp's BertNormalizer defaults when the keys are absent
   } else {
-    fail(g, "tokenizer.ggml.model", "= \"" + model + "\" is not supported (expected \"gpt2\" or \"llama\")");
+    fail(g, "tokenizer.ggml.model",
+         "= \"" + model + "\" is not supported (expected \"gpt2\", \"llama\" or \"bert\")");
   }
 
   d.bos_id = read_id(g, "tokenizer.ggml.bos_token_id", d.bos_id);
@@ -86,6 +98,7 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
   d.eot_id = read_id(g, "tokenizer.ggml.eot_token_id", d.eot_id);
   d.unk_id = read_id(g, "tokenizer.ggml.unknown_token_id", d.unk_id);
   d.pad_id = read_id(g, "tokenizer.ggml.padding_token_id", d.pad_id);
+  d.sep_id = read_id(g, "tokenizer.ggml.seperator_token_id", d.sep_id);  // sic: llama.cpp's key
   // Fill-in-the-middle markers: the current keys, else the older prefix/suffix/middle ones.
   d.fim_pre_id = read_id(g, "tokenizer.ggml.fim_pre_token_id", read_id(g, "tokenizer.ggml.prefix_token_id", -1));
   d.fim_suf_id = read_id(g, "tokenizer.ggml.fim_suf_token_id", read_id(g, "tokenizer.ggml.suffix_token_id", -1));
@@ -94,11 +107,19 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
   d.fim_sep_id = read_id(g, "tokenizer.ggml.fim_sep_token_id", -1);
   if (const auto v = g.find_bool("tokenizer.ggml.add_bos_token")) d.add_bos = *v;
   if (const auto v = g.find_bool("tokenizer.ggml.add_eos_token")) d.add_eos = *v;
+  if (const auto v = g.find_bool("tokenizer.ggml.add_sep_token")) d.add_sep = *v;
   if (const auto v = g.find_bool("tokenizer.ggml.add_space_prefix")) d.add_space_prefix = *v;
+  // BertNormalizer: strip_accents follows lowercase unless it has its own key (llama.cpp).
+  if (const auto v = g.find_bool("tokenizer.ggml.normalizer.lowercase")) d.normalize_lowercase = *v;
+  d.normalize_strip_accents = d.normalize_lowercase;
+  if (const auto v = g.find_bool("tokenizer.ggml.normalizer.strip_accents")) {
+    d.normalize_strip_accents = *v;
+  }
   if (const auto v = g.find_string("tokenizer.chat_template")) d.chat_template = *v;
   if (const auto v = g.find_string("tokenizer.chat_template.rerank")) d.rerank_template = *v;
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                           "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+                          "tokenizer.ggml.seperator_token_id",
                           "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id",
                           "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.fim_rep_token_id",
                           "tokenizer.ggml.fim_sep_token_id", "tokenizer.ggml.prefix_token_id",
@@ -107,7 +128,7 @@ tok::VocabData vocab_from_gguf(const engine::GgufFile& g) {
     if (id >= static_cast<int>(n)) fail(g, key, "= " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(n) + " tokens)");
   }
   // Defaults that do not exist in this vocabulary (e.g. gpt2's 11 in a tiny vocab) are dropped.
-  for (int* id : {&d.bos_id, &d.eos_id, &d.eot_id, &d.unk_id, &d.pad_id}) {
+  for (int* id : {&d.bos_id, &d.eos_id, &d.eot_id, &d.unk_id, &d.pad_id, &d.sep_id}) {
     if (*id >= static_cast<int>(n)) *id = -1;
   }
   // Control and user-defined tokens are the added tokens (content as stored: not byte-encoded).

@@ -106,7 +106,7 @@ HttpResponse handle_tokenize(ServerContext& ctx, const HttpRequest& req) {
   const tok::Tokenizer& tk = ctx.tokenizer();
   std::vector<int> ids = tk.encode(r.content, r.parse_special);
   const auto& v = tk.vocab();
-  if (r.add_special && v.add_bos && v.bos_id >= 0) ids.insert(ids.begin(), v.bos_id);
+  if (r.add_special) ids = tok::add_special_tokens(v, std::move(ids));  // as llama_tokenize(add_special)
   json tokens = json::array();
   for (int id : ids) {
     if (r.with_pieces) tokens.push_back({{"id", id}, {"piece", tk.token_bytes(id)}});

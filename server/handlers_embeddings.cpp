@@ -23,7 +23,7 @@ engine::Pooling serving_pooling(ServerContext& ctx) {
 }
 
 // Text inputs as llama-server tokenizes them for embeddings: special tokens parsed, BOS and EOS
-// added when the vocabulary asks for them (Qwen3-Embedding's GGUF sets add_eos_token: its vector is
+// added when the vocabulary asks for them (BERT's WordPiece: [CLS] and [SEP] always) (Qwen3-Embedding's GGUF sets add_eos_token: its vector is
 // the hidden state at <|endoftext|>). Token-id inputs are used as given.
 std::vector<std::vector<int>> tokenize_inputs(const tok::Tokenizer& tk, EmbeddingsRequest& r) {
   if (r.is_ids) return std::move(r.ids);
@@ -32,8 +32,12 @@ std::vector<std::vector<int>> tokenize_inputs(const tok::Tokenizer& tk, Embeddin
   out.reserve(r.texts.size());
   for (size_t i = 0; i < r.texts.size(); ++i) {
     std::vector<int> ids = tk.encode(r.texts[i], /*parse_special=*/true);
-    maybe_add_bos(tk, ids);
-    if (v.add_eos && v.eos_id >= 0 && (ids.empty() || ids.back() != v.eos_id)) ids.push_back(v.eos_id);
+    if (v.kind == tok::VocabKind::kWordPiece) {
+      ids = tok::add_special_tokens(v, std::move(ids));  // [CLS] text [SEP], as llama_tokenize(add_special)
+    } else {
+      maybe_add_bos(tk, ids);
+      if (v.add_eos && v.eos_id >= 0 && (ids.empty() || ids.back() != v.eos_id)) ids.push_back(v.eos_id);
+    }
     if (ids.empty()) throw invalid_field("input[" + std::to_string(i) + "]", "input[" + std::to_string(i) + "] has no tokens");
     out.push_back(std::move(ids));
   }

@@ -1,4 +1,4 @@
-// Tokenizer facade: special-token splitting, normalisation, pre-tokenization and the BPE/SPM model.
+// Tokenizer facade: special-token splitting, normalisation, pre-tokenization, BPE/SPM/WordPiece.
 #include "tokenizer/tokenizer.h"
 
 #include <stdexcept>
@@ -10,6 +10,7 @@
 #include "tokenizer/spm.h"
 #include "tokenizer/token_index.h"
 #include "tokenizer/unicode.h"
+#include "tokenizer/wordpiece.h"
 
 namespace anelm::tok {
 namespace {
@@ -33,7 +34,7 @@ std::string token_piece(const VocabData& d, int id) {
       break;
   }
   if (d.kind == VocabKind::kByteLevelBpe) return byte_level::decode(text);
-  std::string out;  // SPM: "▁" -> ' '
+  std::string out;  // SPM and WordPiece: "▁" -> ' '
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     if (text.compare(i, 3, "\xE2\x96\x81") == 0) {
@@ -44,6 +45,48 @@ std::string token_piece(const VocabData& d, int id) {
     }
   }
   return out;
+}
+
+// llama.cpp's detokenize clean-up (clean_spaces; WordPiece by default), its three passes in order:
+// (1) no space before ? ! . or , (2) " ' " becomes "'" (3) no space before 's 'm 're 've. The first
+// byte always stays.
+std::string clean_up_spaces(std::string s) {
+  auto pass = [&s](auto&& step) {
+    if (s.size() < 2) return;
+    std::string out(1, s[0]);
+    out.reserve(s.size());
+    for (size_t i = 1; i < s.size(); ++i) step(out, i);
+    s = std::move(out);
+  };
+  pass([&s](std::string& out, size_t i) {
+    const char x = s[i];
+    if (s[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) out.pop_back();
+    out.push_back(x);
+  });
+  bool after_dropped = false;  // a space just dropped cannot start another " ' " (llama.cpp's \0)
+  pass([&s, &after_dropped](std::string& out, size_t& i) {
+    const char x = s[i];
+    if (x == '\'' && i + 1 < s.size() && s[i - 1] == ' ' && !after_dropped && s[i + 1] == ' ') {
+      out.pop_back();
+      ++i;  // the space after it goes too
+      after_dropped = true;
+    } else {
+      after_dropped = false;
+    }
+    out.push_back(x);
+  });
+  pass([&s](std::string& out, size_t i) {
+    const char x = s[i];
+    if (s[i - 1] == ' ' && x == '\'' && i + 1 < s.size()) {
+      const char x1 = s[i + 1];
+      const char x2 = i + 2 < s.size() ? s[i + 2] : '\0';
+      const bool glued =
+          x1 == 's' || x1 == 'm' || (x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e');
+      if (glued) out.pop_back();
+    }
+    out.push_back(x);
+  });
+  return s;
 }
 
 class TokenizerImpl final : public Tokenizer {
@@ -59,6 +102,8 @@ class TokenizerImpl final : public Tokenizer {
     splitter_ = std::make_unique<SpecialSplitter>(data_);
     if (data_.kind == VocabKind::kByteLevelBpe) {
       bpe_ = std::make_unique<BytePairEncoder>(data_, index_, src);
+    } else if (data_.kind == VocabKind::kWordPiece) {
+      wpm_ = std::make_unique<WordPieceEncoder>(data_, index_);
     } else {
       spm_ = std::make_unique<SentencePieceEncoder>(data_, index_);
     }
@@ -81,6 +126,8 @@ class TokenizerImpl final : public Tokenizer {
       const std::string normalized = data_.normalize_nfc ? unicode::nfc(f.text) : std::string(f.text);
       if (bpe_) {
         for (std::string_view word : pre_tokenize(normalized, data_.pre)) bpe_->encode_word(word, out);
+      } else if (wpm_) {
+        wpm_->encode(normalized, out);
       } else {
         std::string s = (data_.add_space_prefix && prev_special) ? " " : "";
         s += normalized;
@@ -93,7 +140,8 @@ class TokenizerImpl final : public Tokenizer {
 
   // llama.cpp's llama_detokenize(remove_special = skip_special, unparse_special = !skip_special):
   // with an SPM space prefix, one leading space of the first piece is removed, except when a
-  // leading BOS was removed as special (then the text keeps its space, as llama.cpp does).
+  // leading BOS was removed as special (then the text keeps its space, as llama.cpp does); then
+  // clean_spaces' clean-up (WordPiece).
   std::string decode(const std::vector<int>& ids, bool skip_special) const override {
     std::string out;
     bool remove_space = data_.kind == VocabKind::kSentencePiece && data_.add_space_prefix;
@@ -110,7 +158,7 @@ class TokenizerImpl final : public Tokenizer {
       remove_space = false;
       out.append(piece);
     }
-    return out;
+    return data_.clean_spaces ? clean_up_spaces(std::move(out)) : out;
   }
 
   std::string token_bytes(int id) const override {
@@ -138,6 +186,7 @@ class TokenizerImpl final : public Tokenizer {
   std::unique_ptr<SpecialSplitter> splitter_;
   std::unique_ptr<BytePairEncoder> bpe_;
   std::unique_ptr<SentencePieceEncoder> spm_;
+  std::unique_ptr<WordPieceEncoder> wpm_;
   std::vector<std::string> pieces_;  // id -> output bytes
   std::vector<bool> eog_;
 };

@@ -78,6 +78,7 @@ void finalize_vocab(VocabData& d) {
   check_id(d, d.eot_id, "eot_id");
   check_id(d, d.unk_id, "unk_id");
   check_id(d, d.pad_id, "pad_id");
+  check_id(d, d.sep_id, "sep_id");
   check_id(d, d.fim_pre_id, "fim_pre_id");
   check_id(d, d.fim_suf_id, "fim_suf_id");
   check_id(d, d.fim_mid_id, "fim_mid_id");
@@ -124,6 +125,15 @@ void finalize_vocab(VocabData& d) {
   std::sort(eog.begin(), eog.end());
   eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
   d.eog_ids = std::move(eog);
+}
+
+std::vector<int> add_special_tokens(const VocabData& d, std::vector<int> ids) {
+  const bool wordpiece = d.kind == VocabKind::kWordPiece;
+  const int first = (wordpiece || d.add_bos) ? d.bos_id : -1;
+  const int last = wordpiece ? d.sep_id : (d.add_eos ? d.eos_id : -1);
+  if (first >= 0) ids.insert(ids.begin(), first);
+  if (last >= 0) ids.push_back(last);
+  return ids;
 }
 
 }  // namespace anelm::tok

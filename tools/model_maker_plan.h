@@ -82,4 +82,10 @@ void add_gpt2_block_plan(const engine::ModelConfig& c, int layer, std::vector<Pl
 void set_gpt2_hf_names(std::vector<Plan>& plan);
 void write_gpt2_hf_config(const engine::ModelConfig& c, engine::DType dtype, const std::string& dir);
 
+// BERT ("tiny", "bge-small", "bge-base"), GGUF only: the embeddings' token types and LayerNorm, and
+// per block separate Q/K/V, output, FFN (all with biases) and the two post-residual LayerNorms.
+engine::ModelConfig bert_shape_config(const std::string& shape, int layers);
+void add_bert_global_plan(const engine::ModelConfig& c, std::vector<Plan>& plan);
+void add_bert_block_plan(const engine::ModelConfig& c, int layer, std::vector<Plan>& plan);
+
 }  // namespace anelm::tools

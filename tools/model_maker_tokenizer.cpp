@@ -196,7 +196,8 @@ void pad_maker_vocab(MakerVocab& v, int vocab_size) {
 void add_maker_vocab_to_gguf(const MakerVocab& v, GgufWriter& w, const std::string& pre) {
   if (v.gguf) {
     for (const std::string& k : v.gguf->keys()) {
-      if (k.starts_with("tokenizer.") && !(k == "tokenizer.ggml.pre" && !pre.empty())) w.copy_key(*v.gguf, k);
+      // Keys the model's hyperparameters wrote already (BERT's token_type_count) are the model's.
+      if (k.starts_with("tokenizer.") && !(k == "tokenizer.ggml.pre" && !pre.empty()) && !w.has_key(k)) w.copy_key(*v.gguf, k);
     }
     if (!pre.empty()) w.add_string("tokenizer.ggml.pre", pre);
     return;

@@ -68,7 +68,8 @@ void AttentionMixer::mix(const LayerBatch& b) {
 
 // RoPE on q/k and K/V stores for every row at its sequence's position, then blocked causal attention
 // (attend_causal) over units of (sequence, query block, kv head): each unit reads its head's K/V
-// once for all the group's heads.
+// once for all the group's heads. A bidirectional model's rows see their whole sequence, so every
+// row of a sequence must be in the batch (the embedder runs an encoder's input in one pass).
 void AttentionMixer::attend(const LayerBatch& b) {
   const ModelConfig& cfg_ = c_.cfg;
   const kernels::KernelTable& k_ = c_.k;
@@ -103,7 +104,10 @@ void AttentionMixer::attend(const LayerBatch& b) {
   });
   // A query block fills one kernel pass (kAttentionMaxRows token x head rows): fewer tokens would
   // re-read K/V for half-empty passes, more would not share the reads (passes run one by one).
-  const int block = std::max(1, static_cast<int>(kernels::kAttentionMaxRows) / group);
+  // Bidirectional attention (BERT) takes one token per unit: it attends every position of its
+  // input, which the causal kernel computes for the input's last position.
+  const bool causal = cfg_.causal;
+  const int block = causal ? std::max(1, static_cast<int>(kernels::kAttentionMaxRows) / group) : 1;
   auto blocks = [&](const SeqRows& s) { return (s.n + block - 1) / block; };
   int64_t units = 0, work = 0;
   for (const SeqRows& s : b.seqs) {
@@ -128,7 +132,7 @@ void AttentionMixer::attend(const LayerBatch& b) {
       args.out = a.att.data() + off;
       args.ld = q_dim;
       args.n_q = std::min(block, s.n - t0);
-      args.pos0 = s.pos + t0;
+      args.pos0 = causal ? s.pos + t0 : s.pos + s.n - 1;
       args.window = cfg_.window(b.layer);  // Gemma 3's local layers
       // A ring's rows from the first query's window on are the positions in order (KvCache).
       if (s.kv->ring(b.layer) > 0) args.kv_first = std::max(0, args.pos0 - args.window + 1);

@@ -1,6 +1,7 @@
 // libFuzzer target: encode and decode with two small real vocabularies from shared/models (SPM:
-// ggml-vocab-llama-spm.gguf; byte-level BPE: ggml-vocab-qwen2.gguf). Every id encode returns is in
-// range, and decode / the stream decoder accept any ids.
+// ggml-vocab-llama-spm.gguf; byte-level BPE: ggml-vocab-qwen2.gguf) and a hand-made BERT WordPiece
+// one (with and without its normalizer). Every id encode returns is in range, and decode / the
+// stream decoder accept any ids.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,23 @@ namespace {
 
 std::vector<std::unique_ptr<tok::Tokenizer>> g_tokenizers;
 
+// WordPiece pieces over ASCII, accented, CJK and multi-byte text, [UNK] and the special tokens.
+tok::VocabData wordpiece_vocab(bool normalize) {
+  tok::VocabData v;
+  v.kind = tok::VocabKind::kWordPiece;
+  v.pre = tok::PreTokenizer::kNone;
+  v.tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "▁a", "a", "▁ab", "b", "▁,", "▁!",
+              "▁'", "s", "▁é", "é", "▁中", "▁ᄒ", "▁🦙", "🦙", "▁\xC3", "▁"};
+  v.types.assign(v.tokens.size(), tok::TokenType::kNormal);
+  for (int id = 0; id <= 4; ++id) v.types[id] = tok::TokenType::kControl;
+  v.unk_id = 1, v.bos_id = 2, v.sep_id = 3, v.pad_id = 0;
+  v.add_bos = v.add_sep = true;
+  v.add_space_prefix = false;
+  v.clean_spaces = true;
+  v.normalize_lowercase = v.normalize_strip_accents = normalize;
+  return v;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -32,6 +50,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     auto g = engine::GgufFile::open(path);
     g_tokenizers.push_back(tok::Tokenizer::create(server::vocab_from_gguf(*g)));
   }
+  g_tokenizers.push_back(tok::Tokenizer::create(wordpiece_vocab(true)));
+  g_tokenizers.push_back(tok::Tokenizer::create(wordpiece_vocab(false)));
   return 0;
 }
 
@@ -49,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     (void)t->decode(ids, skip_special);
+    (void)tok::add_special_tokens(t->vocab(), ids);
     // The input's bytes as ids (little-endian u16 pairs, wrapped into the vocabulary).
     std::vector<int> raw;
     for (size_t i = 1; i + 1 < size; i += 2) raw.push_back((data[i] | data[i + 1] << 8) % n);

@@ -1,5 +1,5 @@
 // POST /v1/embeddings over HTTP on real tiny models made by `anelm make-model` with the real Qwen2.5
-// tokenizer: cosine >= 0.9999 against llama.cpp (../shared/peers/bin/llamacpp-embed, same GGUF and
+// tokenizer: cosine >= 0.9999 against llama.cpp (tests/server/peer_embed.mjs over ../shared/peers, same GGUF and
 // texts) for one, several and an ~8k-token input, with last (Qwen3-Embedding-like) and mean pooling;
 // request validation, base64, dimensions, usage; --embeddings on a generative model; 16 concurrent
 // embedding requests beside 4 chat streams.
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "peer_embed.h"
 #include "real_model_server.h"
 #include "server/embeddings_api.h"
 #include "test_server.h"
@@ -35,46 +36,9 @@ std::string make_model(const fs::path& dir, const std::string& name, const std::
                                                           "--shape tiny --dtype f16 --format gguf --seed 7 " + args);
 }
 
-std::optional<fs::path> peer_embed_tool() {
-  const auto shared = anelm::testing::shared_dir();
-  if (!shared) return std::nullopt;
-  const fs::path tool = *shared / "peers/bin/llamacpp-embed";
-  if (!fs::exists(tool)) return std::nullopt;
-  return tool;
-}
-
-// llama.cpp's embeddings of `texts` (raw pooled vectors, one per text).
-std::vector<std::vector<float>> peer_embed(const fs::path& tool, const std::string& model,
-                                           const std::vector<std::string>& texts) {
-  const fs::path in = anelm::testing::make_temp_dir("peer-embed") / "texts.json";
-  std::ofstream(in) << json(texts).dump();
-  const std::string cmd = tool.string() + " " + model + " --file " + in.string() + " --threads 2 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {};
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int rc = pclose(p);
-  EXPECT_EQ(rc, 0) << cmd;
-  const json j = json::parse(out, nullptr, false);
-  if (j.is_discarded() || !j.contains("embeddings")) {
-    ADD_FAILURE() << "peer output: " << out.substr(0, 300);
-    return {};
-  }
-  return j["embeddings"].get<std::vector<std::vector<float>>>();
-}
-
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-  return ab / std::sqrt(aa * bb);
-}
-
-double norm(const std::vector<float>& a) {
-  double s = 0;
-  for (float x : a) s += double(x) * x;
-  return std::sqrt(s);
-}
+using anelm::testing::cosine;
+using anelm::testing::l2_norm;
+using anelm::testing::peer_embed;
 
 // ~8k tokens of varied prose (numbers and words, so the BPE does not merge it into a few tokens).
 std::string long_text() {
@@ -95,22 +59,7 @@ httplib::Result post(int port, const std::string& path, const json& body) {
   return c.Post(path, body.dump(), "application/json");
 }
 
-// The vectors of an embeddings response (float format), checking its shape.
-std::vector<std::vector<float>> vectors_of(const httplib::Result& r) {
-  std::vector<std::vector<float>> out;
-  if (!r || r->status != 200) {
-    ADD_FAILURE() << "embeddings request failed: " << (r ? std::to_string(r->status) + " " + r->body : "no response");
-    return out;
-  }
-  const json j = json::parse(r->body);
-  EXPECT_EQ(j["object"], "list");
-  for (size_t i = 0; i < j["data"].size(); ++i) {
-    EXPECT_EQ(j["data"][i]["object"], "embedding");
-    EXPECT_EQ(j["data"][i]["index"], i);
-    out.push_back(j["data"][i]["embedding"].get<std::vector<float>>());
-  }
-  return out;
-}
+std::vector<std::vector<float>> vectors_of(const httplib::Result& r) { return anelm::testing::embedding_vectors(r); }
 
 class EmbeddingsHttp : public ::testing::Test {
  protected:
@@ -144,15 +93,15 @@ class EmbeddingsHttp : public ::testing::Test {
 
   // Our vectors of `texts` (one request) against llama.cpp's, normalised: cosine >= 0.9999 each.
   void expect_matches_peer(const std::string& model, const std::vector<std::string>& texts) {
-    const auto tool = peer_embed_tool();
-    if (!tool) GTEST_SKIP() << "llama.cpp peer kit not found (../shared/peers/bin/llamacpp-embed)";
     const auto ours = vectors_of(post(port_, "/v1/embeddings", {{"input", texts}, {"model", "embed"}}));
-    const auto theirs = peer_embed(*tool, model, texts);
+    const auto peer = peer_embed(model, texts);
+    if (!peer) GTEST_SKIP() << "llama.cpp peer kit not found (../shared/peers)";
+    const auto& theirs = *peer;
     ASSERT_EQ(ours.size(), texts.size());
     ASSERT_EQ(theirs.size(), texts.size());
     for (size_t i = 0; i < texts.size(); ++i) {
       ASSERT_EQ(ours[i].size(), theirs[i].size());
-      EXPECT_NEAR(norm(ours[i]), 1.0, 1e-5) << "OpenAI vectors are unit length";
+      EXPECT_NEAR(l2_norm(ours[i]), 1.0, 1e-5) << "OpenAI vectors are unit length";
       const double c = cosine(ours[i], theirs[i]);
       std::printf("[ cosine   ] %s input %zu (%zu bytes): %.7f\n", fs::path(model).filename().c_str(), i,
                   texts[i].size(), c);
@@ -236,7 +185,7 @@ TEST_F(EmbeddingsHttp, RequestShapesAndUsage) {
   ASSERT_EQ(d.size(), 1u);
   ASSERT_EQ(d[0].size(), 16u);
   std::vector<float> head(a[0].begin(), a[0].begin() + 16);
-  const double n = norm(head);
+  const double n = l2_norm(head);
   for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(d[0][i], head[i] / n, 1e-6);
 }
 
@@ -323,7 +272,7 @@ TEST_F(EmbeddingsHttp, GenerativeModelNeedsTheFlagAndEmbeddingModelsStillChat) {
   serve(*plain_, 1024, /*embeddings_flag=*/true);
   const auto v = vectors_of(post(port_, "/v1/embeddings", {{"input", {"hello", "world"}}}));
   ASSERT_EQ(v.size(), 2u);
-  EXPECT_NEAR(norm(v[0]), 1.0, 1e-5);
+  EXPECT_NEAR(l2_norm(v[0]), 1.0, 1e-5);
   serve(*last_);
   r = post(port_, "/v1/chat/completions",
            {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 4}, {"temperature", 0}});

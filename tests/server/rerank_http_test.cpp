@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "peer_embed.h"
 #include "real_model_server.h"
 #include "tests/support/shared_data.h"
 
@@ -42,30 +43,10 @@ struct PeerScores {
 // "off", or "" for llama.cpp's choice); nullopt without the peer kit.
 std::optional<PeerScores> peer_rerank(const std::string& model, const std::string& query,
                                       const std::vector<std::string>& docs, const std::string& fa = "") {
-  const auto shared = anelm::testing::shared_dir();
-  if (!shared || !fs::exists(*shared / "peers/install.sh") || std::system("command -v node >/dev/null") != 0)
-    return std::nullopt;
-  const fs::path kit = *shared / "peers";
-  const fs::path in = anelm::testing::make_temp_dir("peer-rerank") / "input.json";
-  std::ofstream(in) << json{{"query", query}, {"documents", docs}}.dump();
-  using anelm::testing::shell_quote;
-  const std::string cmd = "(" + shell_quote((kit / "install.sh").string()) + " --check || " +
-                          shell_quote((kit / "install.sh").string()) + ") >&2 && node " +
-                          shell_quote(std::string(ANELM_SOURCE_DIR) + "/tests/server/peer_rerank.mjs") + " " +
-                          shell_quote(kit.string()) + " " + shell_quote(model) + " " + shell_quote(in.string()) + " " +
-                          fa + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return std::nullopt;
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  EXPECT_EQ(pclose(p), 0) << cmd;
-  const json j = json::parse(out, nullptr, false);
-  if (j.is_discarded() || !j.contains("scores")) {
-    ADD_FAILURE() << "peer output: " << out.substr(0, 300);
-    return PeerScores{};
-  }
-  return PeerScores{j["scores"].get<std::vector<double>>(), j["tokens"].get<std::vector<int>>()};
+  const auto j = anelm::testing::run_peer_script("peer_rerank.mjs", model, {{"query", query}, {"documents", docs}}, fa);
+  if (!j) return std::nullopt;
+  if (!j->contains("scores")) return PeerScores{};
+  return PeerScores{(*j)["scores"].get<std::vector<double>>(), (*j)["tokens"].get<std::vector<int>>()};
 }
 
 httplib::Result post(int port, const std::string& path, const json& body) {

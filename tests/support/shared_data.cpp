@@ -97,4 +97,28 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+std::optional<std::filesystem::path> llama_vocab_file(const std::string& name, std::string* why) {
+  const std::filesystem::path dir = std::filesystem::path(ANELM_BINARY_DIR) / "llama-vocab";
+  const std::filesystem::path file = dir / name;
+  if (std::filesystem::exists(file)) return file;
+  const std::string script =
+      std::string(ANELM_SOURCE_DIR) + "/tests/tokenizer/llama_vocab_files.sh";
+  const std::string cmd = "bash " + shell_quote(script) + " " + shell_quote(dir.string()) +
+                          " " + shell_quote(name);
+  const int rc = std::system(cmd.c_str());
+  if (std::filesystem::exists(file)) return file;
+  if (rc != 0) {
+    *why = "tests/tokenizer/llama_vocab_files.sh could not extract llama.cpp's models/" + name +
+           " (exit status " + std::to_string(rc) + ", see its message above)";
+  } else {
+    const char* peer = std::getenv("ANELM_PEER_DIR");
+    *why = "llama.cpp's models/" + name +
+           " is not available: the llama.cpp peer kit's source bundle " +
+           (peer ? std::string(peer) : std::string("~/.cache/anelm-peer")) +
+           "/node_modules/node-llama-cpp/llama/gitRelease.bundle is not installed "
+           "(../shared/peers/install.sh installs it)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace anelm::testing

@@ -30,6 +30,12 @@ std::string shell_quote(const std::string& s);
 // (ANELM_KEEP_TEST_DIRS=1 keeps it).
 std::filesystem::path make_temp_dir(const std::string& tag);
 
+// One of llama.cpp's models/ files that ../shared/models lacks (ggml-vocab-bert-bge.gguf, its .inp
+// and .out, ggml-vocab-gpt-2.gguf...), extracted from the peer kit's llama.cpp source bundle into
+// <build>/llama-vocab by tests/tokenizer/llama_vocab_files.sh: ctest's LlamaVocabFiles fixture runs
+// it first, and a test binary run alone runs it here. nullopt, with *why set, when it cannot be had.
+std::optional<std::filesystem::path> llama_vocab_file(const std::string& name, std::string* why);
+
 }  // namespace anelm::testing
 
 // Skips the current test unless shared/models/<rel> exists; binds `var` to its path.

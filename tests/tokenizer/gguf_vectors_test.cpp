@@ -1,4 +1,5 @@
-// GGUF vocabularies (llama.cpp's ggml-vocab-qwen2 / -llama-spm) against their .inp/.out test vectors.
+// GGUF vocabularies (llama.cpp's ggml-vocab-qwen2 / -llama-spm / ...) against their .inp/.out test
+// vectors: from ../shared/models, and BERT's and GPT-2's from llama.cpp's source bundle (peer kit).
 #include <gtest/gtest.h>
 
 #include "engine/gguf.h"
@@ -15,9 +16,11 @@ std::unique_ptr<Tokenizer> load_gguf(const std::filesystem::path& path) {
   return Tokenizer::create(server::vocab_from_gguf(*gguf));
 }
 
-int count_passing(const Tokenizer& tok, const std::string& name, size_t n_cases = 46) {
-  const auto dir = *::anelm::testing::shared_model(name);
-  const auto cases = testing::read_vocab_cases(dir.string() + ".inp", dir.string() + ".out");
+// Encodes every case of `gguf`.inp (add_special = false, parse_special = false: llama.cpp's
+// test-tokenizer-0) and compares with `gguf`.out.
+int count_passing_at(const Tokenizer& tok, const std::filesystem::path& gguf, size_t n_cases = 46) {
+  const std::string name = gguf.filename().string();
+  const auto cases = testing::read_vocab_cases(gguf.string() + ".inp", gguf.string() + ".out");
   EXPECT_EQ(cases.size(), n_cases);
   int passed = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -27,6 +30,10 @@ int count_passing(const Tokenizer& tok, const std::string& name, size_t n_cases 
     passed += got == cases[i].ids;
   }
   return passed;
+}
+
+int count_passing(const Tokenizer& tok, const std::string& name, size_t n_cases = 46) {
+  return count_passing_at(tok, *::anelm::testing::shared_model(name), n_cases);
 }
 
 TEST(GgufVectors, Qwen2All46) {
@@ -64,6 +71,27 @@ TEST(GgufVectors, Qwen35All50) {
   ANELM_REQUIRE_SHARED_MODEL(path, "ggml-vocab-qwen35.gguf");
   const auto tok = load_gguf(path);
   EXPECT_EQ(count_passing(*tok, "ggml-vocab-qwen35.gguf", 50), 50);
+}
+
+// BERT's WordPiece (model "bert", BAAI/bge-small-en-v1.5's vocabulary) and GPT-2's byte-level BPE
+// (pre "gpt-2"), with llama.cpp's vectors, from the peer kit's llama.cpp source bundle.
+TEST(GgufVectors, BertBgeAll46) {
+  ANELM_REQUIRE_LLAMA_VOCAB(path, "ggml-vocab-bert-bge.gguf");
+  ANELM_REQUIRE_LLAMA_VOCAB(inp, "ggml-vocab-bert-bge.gguf.inp");
+  ANELM_REQUIRE_LLAMA_VOCAB(out, "ggml-vocab-bert-bge.gguf.out");
+  const auto tok = load_gguf(path);
+  EXPECT_EQ(tok->vocab().kind, VocabKind::kWordPiece);
+  EXPECT_EQ(count_passing_at(*tok, path), 46);
+}
+
+TEST(GgufVectors, Gpt2All46) {
+  ANELM_REQUIRE_LLAMA_VOCAB(path, "ggml-vocab-gpt-2.gguf");
+  ANELM_REQUIRE_LLAMA_VOCAB(inp, "ggml-vocab-gpt-2.gguf.inp");
+  ANELM_REQUIRE_LLAMA_VOCAB(out, "ggml-vocab-gpt-2.gguf.out");
+  const auto tok = load_gguf(path);
+  EXPECT_EQ(tok->vocab().kind, VocabKind::kByteLevelBpe);
+  EXPECT_EQ(tok->vocab().pre, PreTokenizer::kGpt2);
+  EXPECT_EQ(count_passing_at(*tok, path), 46);
 }
 
 TEST(GgufVectors, HfQwenFilesGiveTheSameIdsAsGguf) {

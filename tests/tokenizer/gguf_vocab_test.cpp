@@ -1,5 +1,5 @@
-// vocab_from_gguf on synthetic GGUF files: defaults, pre-tokenizer names, eog ids, fill-in-the-middle
-// markers and error paths.
+// vocab_from_gguf on synthetic GGUF files: defaults (SPM, BPE, BERT WordPiece), pre-tokenizer
+// names, eog ids, fill-in-the-middle markers and error paths.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -97,16 +97,92 @@ void expect_error(Fn fn, std::initializer_list<std::string> parts) {
   }
 }
 
+// model "bert": WordPiece with llama.cpp's defaults ([CLS] 101 as BOS, [UNK] 100, [SEP] 102, [PAD]
+// 0, lower-casing and accent stripping on), which the keys override.
+void add_tiny_bert(engine::GgufWriter& w) {
+  w.add_string("tokenizer.ggml.model", "bert");
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 110; ++i) tokens.push_back("[unused" + std::to_string(i) + "]");
+  tokens[0] = "[PAD]", tokens[100] = "[UNK]", tokens[101] = "[CLS]";
+  tokens[102] = "[SEP]", tokens[103] = "[MASK]";
+  tokens[104] = "▁hello", tokens[105] = "▁héllo", tokens[106] = "▁Hello";
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  std::vector<int32_t> types(110, 1);
+  for (int id : {0, 100, 101, 102, 103}) types[id] = 3;
+  w.add_i32_array("tokenizer.ggml.token_type", types);
+}
+
+TEST(GgufVocabSynthetic, BertDefaults) {
+  const VocabData v = load(write_gguf("gv_bert", add_tiny_bert));
+  EXPECT_EQ(v.kind, VocabKind::kWordPiece);
+  EXPECT_EQ(v.bos_id, 101);
+  EXPECT_EQ(v.unk_id, 100);
+  EXPECT_EQ(v.sep_id, 102);
+  EXPECT_EQ(v.pad_id, 0);
+  EXPECT_EQ(v.eos_id, -1);
+  EXPECT_TRUE(v.add_bos);
+  EXPECT_FALSE(v.add_eos);
+  EXPECT_TRUE(v.add_sep);
+  EXPECT_FALSE(v.add_space_prefix);
+  EXPECT_TRUE(v.clean_spaces);
+  EXPECT_TRUE(v.normalize_lowercase);
+  EXPECT_TRUE(v.normalize_strip_accents);
+  const auto tok = Tokenizer::create(v);
+  EXPECT_EQ(tok->encode("HÉLLO [SEP]", true), (std::vector<int>{104, 102}));
+  EXPECT_EQ(add_special_tokens(tok->vocab(), tok->encode("hello", false)),
+            (std::vector<int>{101, 104, 102}));
+}
+
+TEST(GgufVocabSynthetic, BertKeysOverrideDefaults) {
+  // lowercase off: strip_accents follows it unless it has its own key (llama.cpp).
+  const VocabData cased = load(write_gguf("gv_bert_cased", [](engine::GgufWriter& w) {
+    add_tiny_bert(w);
+    w.add_bool("tokenizer.ggml.normalizer.lowercase", false);
+    w.add_u32("tokenizer.ggml.seperator_token_id", 103);  // sic: llama.cpp's key
+    w.add_u32("tokenizer.ggml.bos_token_id", 0);
+    w.add_bool("tokenizer.ggml.add_sep_token", false);
+  }));
+  EXPECT_FALSE(cased.normalize_lowercase);
+  EXPECT_FALSE(cased.normalize_strip_accents);
+  EXPECT_EQ(cased.sep_id, 103);
+  EXPECT_EQ(cased.bos_id, 0);
+  EXPECT_FALSE(cased.add_sep);
+  const auto tok = Tokenizer::create(cased);
+  EXPECT_EQ(tok->encode("Hello héllo hello", false), (std::vector<int>{106, 105, 104}));
+  EXPECT_EQ(add_special_tokens(tok->vocab(), {104}), (std::vector<int>{0, 104, 103}));
+  const VocabData keep_accents = load(write_gguf("gv_bert_acc", [](engine::GgufWriter& w) {
+    add_tiny_bert(w);
+    w.add_bool("tokenizer.ggml.normalizer.strip_accents", false);
+  }));
+  EXPECT_TRUE(keep_accents.normalize_lowercase);
+  EXPECT_FALSE(keep_accents.normalize_strip_accents);
+  EXPECT_EQ(Tokenizer::create(keep_accents)->encode("HÉLLO", false), (std::vector<int>{105}));
+  // A vocabulary too small for the default ids: they are dropped, not errors.
+  const VocabData small = load(write_gguf("gv_bert_small", [](engine::GgufWriter& w) {
+    w.add_string("tokenizer.ggml.model", "bert");
+    w.add_string_array("tokenizer.ggml.tokens", {"[PAD]", "▁a"});
+  }));
+  EXPECT_EQ(small.bos_id, -1);
+  EXPECT_EQ(small.sep_id, -1);
+  EXPECT_EQ(small.unk_id, -1);
+  EXPECT_EQ(add_special_tokens(small, {1}), (std::vector<int>{1}));
+  const auto bad_sep = write_gguf("gv_bert_bad", [](engine::GgufWriter& w) {
+    add_tiny_bert(w);
+    w.add_u32("tokenizer.ggml.seperator_token_id", 500);
+  });
+  expect_error([&] { load(bad_sep); }, {"tokenizer.ggml.seperator_token_id", "500"});
+}
+
 TEST(GgufVocabSynthetic, Errors) {
   const auto no_model = write_gguf("gv_e1", [](engine::GgufWriter& w) {
     w.add_string_array("tokenizer.ggml.tokens", {"a"});
   });
   expect_error([&] { load(no_model); }, {"vocab.gguf", "tokenizer.ggml.model"});
-  const auto bert = write_gguf("gv_e2", [](engine::GgufWriter& w) {
-    w.add_string("tokenizer.ggml.model", "bert");
+  const auto t5 = write_gguf("gv_e2", [](engine::GgufWriter& w) {
+    w.add_string("tokenizer.ggml.model", "t5");
     w.add_string_array("tokenizer.ggml.tokens", {"a"});
   });
-  expect_error([&] { load(bert); }, {"tokenizer.ggml.model", "bert"});
+  expect_error([&] { load(t5); }, {"tokenizer.ggml.model", "\"t5\" is not supported", "\"bert\""});
   const auto scores = write_gguf("gv_e3", [](engine::GgufWriter& w) {
     w.add_string("tokenizer.ggml.model", "llama");
     w.add_string_array("tokenizer.ggml.tokens", {"a", "b"});

@@ -1,9 +1,12 @@
 // Parser for llama.cpp's .inp/.out tokenizer vectors (format in shared/models/README.md).
 #include "tests/tokenizer/vocab_vectors_util.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "tests/support/shared_data.h"
 
 namespace anelm::tok::testing {
 
