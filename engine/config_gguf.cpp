@@ -108,9 +108,11 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     c.arch = Arch::kGpt2;
   } else if (arch == "bert") {
     c.arch = Arch::kBert;
+  } else if (arch == "nomic-bert") {
+    c.arch = Arch::kNomicBert;
   } else {
     throw Error(ErrorKind::kUnsupported, "GGUF '" + g.path() + "': architecture '" + arch +
-                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35, granite, smollm3, phi3, gemma3, gpt2, bert)");
+                                             "' is not supported (supported: llama, qwen2, qwen3, qwen35, granite, smollm3, phi3, gemma3, gpt2, bert, nomic-bert)");
   }
   c.name = g.find_string("general.name")
                .value_or(std::filesystem::path(g.path()).stem().string());
@@ -123,7 +125,8 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   c.head_dim = find_int32(g, p + "attention.key_length", c.n_heads > 0 ? c.d_model / c.n_heads : 0);
   c.rope_dim = find_int32(g, p + "rope.dimension_count", c.head_dim);
   c.max_ctx = find_int32(g, p + "context_length", 2048);
-  c.rms_eps = static_cast<float>(g.get_float(p + (c.arch == Arch::kGpt2 || c.arch == Arch::kBert ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")));
+  const bool layer_norm_eps = c.arch == Arch::kGpt2 || c.arch == Arch::kBert || c.arch == Arch::kNomicBert;
+  c.rms_eps = static_cast<float>(g.get_float(p + (layer_norm_eps ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")));
   c.rope_theta = static_cast<float>(g.find_float(p + "rope.freq_base").value_or(10000.0));
 
   if (auto v = g.find_int(p + "vocab_size")) {
@@ -141,6 +144,7 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   if (c.arch == Arch::kGemma3) gemma3_from_gguf(g, c);
   if (c.arch == Arch::kGpt2) gpt2_from_gguf(g, c);
   if (c.arch == Arch::kBert) bert_from_gguf(g, c);
+  if (c.arch == Arch::kNomicBert) nomic_bert_from_gguf(g, c);
 
   c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
   // llama.cpp's pooling types 0-4. Rank (4) is a reranker's classifier head over the last token,
@@ -151,7 +155,7 @@ ModelConfig config_from_gguf(const GgufFile& g) {
   if (pooling && *pooling >= 0 && *pooling <= 3) c.pooling = static_cast<Pooling>(*pooling);
   // A BERT file converted without sentence-transformers' modules.json has no pooling type (llama.cpp
   // then returns per-token vectors, which no embeddings API serves): mean, sentence-transformers' default.
-  if (c.arch == Arch::kBert && (!pooling || *pooling == 0)) c.pooling = Pooling::kMean;
+  if (!c.causal && (!pooling || *pooling == 0)) c.pooling = Pooling::kMean;
   if (pooling && *pooling == 4 && c.arch == Arch::kQwen3) {
     const GgufTensorInfo* t = g.find_tensor("cls.output.weight");
     if (!t || t->ne.size() != 2) {

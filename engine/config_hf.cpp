@@ -433,6 +433,7 @@ ModelConfig gpt2_from_hf(const json& j, const std::string& source) {
   c.ffn_act = FfnAct::kGeluTanh;
   c.learned_positions = true;
   c.qkv_bias = true;
+  c.proj_bias = true;
   // gelu_new is the tanh approximation (as llama.cpp's gpt2 graph runs it); gelu_pytorch_tanh too.
   require_one_of(j, "activation_function", source, {"gelu_new", "gelu_pytorch_tanh"});
   if (get_bool(j, "scale_attn_weights", source, true) == false) {

@@ -46,6 +46,8 @@ using TensorLookup = std::function<std::optional<TensorView>(const std::string&)
 // used as they are (llama.cpp accepts both). Throws Error naming the fused tensor when its rows do
 // not split.
 TensorLookup phi3_split_fused(const ModelConfig& c, TensorLookup file);
+// The same for attn_qkv only (nomic-bert: its FFN tensors are separate).
+TensorLookup split_fused_qkv(const ModelConfig& c, TensorLookup file);
 
 // Gemma 3 (`gemma3`; engine/family_gemma3.cpp): q/k norms, post-attention and post-FFN norms,
 // GeGLU, embeddings times sqrt(d_model), sliding-window local layers with their own RoPE base.
@@ -54,6 +56,11 @@ void gemma3_to_gguf(const ModelConfig& c, GgufWriter& w);
 // llama.cpp's default local layers of an n-layer Gemma 3: all but every 6th (5, 11, ...).
 std::vector<bool> gemma3_swa_layers(int n_layers);
 
+// What GPT-2 and BERT share (engine/family_gpt2.cpp): LayerNorms with biases, an ungated tanh-GELU
+// FFN, biases on every projection, learned positions (<p>context_length rows, required), no RoPE;
+// and their common <p>* keys as llama.cpp's converter writes them (p: "gpt2.", "bert.").
+void gpt2_style_from_gguf(const GgufFile& g, const std::string& p, ModelConfig& c);
+void gpt2_style_to_gguf(const ModelConfig& c, const std::string& p, GgufWriter& w);
 // GPT-2 (`gpt2`; engine/family_gpt2.cpp): LayerNorms with biases, a GELU FFN with biases, learned
 // absolute positions (position_embd, context_length rows), fused QKV with bias, no RoPE.
 void gpt2_from_gguf(const GgufFile& g, ModelConfig& c);
@@ -79,7 +86,11 @@ TensorLookup gpt2_hf_tensors(const ModelConfig& c, TensorLookup file, std::vecto
 // BERT (`bert`; engine/family_bert.cpp): an encoder served as an embedding model: bidirectional
 // attention, post-LN layers, a LayerNorm on the summed token, position and token-type-0 embeddings.
 void bert_from_gguf(const GgufFile& g, ModelConfig& c);
-// Every bert.* key (and token_type_count), as llama.cpp's BertModel converter writes them.
+// nomic-bert (`nomic-bert`; nomic-embed-text v1/v1.5): the same encoder with NeoX RoPE instead of
+// learned positions, a fused attn_qkv (split_fused_qkv), SwiGLU and no projection biases.
+void nomic_bert_from_gguf(const GgufFile& g, ModelConfig& c);
+// Every bert.* / nomic-bert.* key (and token_type_count), as llama.cpp's BertModel and NomicBertModel
+// converters write them.
 void bert_to_gguf(const ModelConfig& c, GgufWriter& w);
 // BERT's layer norms (attn_output_norm, layer_output_norm) served under the names the loader binds
 // for a layer's two norms (attn_norm, ffn_norm).

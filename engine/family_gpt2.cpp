@@ -30,13 +30,13 @@ TensorView vector_view(const TensorView& t, int64_t begin, int64_t count, std::s
 
 }  // namespace
 
-void gpt2_from_gguf(const GgufFile& g, ModelConfig& c) {
-  const std::string p = kPrefix;
+void gpt2_style_from_gguf(const GgufFile& g, const std::string& p, ModelConfig& c) {
   c.layer_norm = true;
   c.gated_ffn = false;
   c.ffn_act = FfnAct::kGeluTanh;
   c.learned_positions = true;
   c.qkv_bias = true;
+  c.proj_bias = true;
   // position_embd has exactly context_length rows (llama.cpp's n_ctx_train): the key is required,
   // not defaulted, because it sizes a tensor.
   const int64_t ctx = g.get_int(p + "context_length");
@@ -48,6 +48,19 @@ void gpt2_from_gguf(const GgufFile& g, ModelConfig& c) {
   // No RoPE anywhere: every layer attends without rotating q and k.
   if (c.n_layers > 0 && c.n_layers <= ModelLimits::kMaxLayers) c.nope_layers.assign(static_cast<size_t>(c.n_layers), true);
   c.rope_dim = c.head_dim;
+}
+
+void gpt2_style_to_gguf(const ModelConfig& c, const std::string& p, GgufWriter& w) {
+  w.add_u32(p + "block_count", static_cast<uint32_t>(c.n_layers));
+  w.add_u32(p + "context_length", static_cast<uint32_t>(c.max_ctx));
+  w.add_u32(p + "embedding_length", static_cast<uint32_t>(c.d_model));
+  w.add_u32(p + "feed_forward_length", static_cast<uint32_t>(c.d_ff));
+  w.add_u32(p + "attention.head_count", static_cast<uint32_t>(c.n_heads));
+  w.add_f32(p + "attention.layer_norm_epsilon", c.rms_eps);
+}
+
+void gpt2_from_gguf(const GgufFile& g, ModelConfig& c) {
+  gpt2_style_from_gguf(g, kPrefix, c);
   // What llama.cpp's gpt2 graph does not run either: refused by name, never ignored.
   for (const char* t : {"blk.0.attn_q.weight", "blk.0.ffn_gate.weight", "rope_freqs.weight"}) {
     if (g.find_tensor(t)) {
@@ -57,15 +70,7 @@ void gpt2_from_gguf(const GgufFile& g, ModelConfig& c) {
   }
 }
 
-void gpt2_to_gguf(const ModelConfig& c, GgufWriter& w) {
-  const std::string p = kPrefix;
-  w.add_u32(p + "block_count", static_cast<uint32_t>(c.n_layers));
-  w.add_u32(p + "context_length", static_cast<uint32_t>(c.max_ctx));
-  w.add_u32(p + "embedding_length", static_cast<uint32_t>(c.d_model));
-  w.add_u32(p + "feed_forward_length", static_cast<uint32_t>(c.d_ff));
-  w.add_u32(p + "attention.head_count", static_cast<uint32_t>(c.n_heads));
-  w.add_f32(p + "attention.layer_norm_epsilon", c.rms_eps);
-}
+void gpt2_to_gguf(const ModelConfig& c, GgufWriter& w) { gpt2_style_to_gguf(c, kPrefix, w); }
 
 TensorLookup gpt2_split_fused(const ModelConfig& c, TensorLookup file) {
   return [c, file = std::move(file)](const std::string& name) -> std::optional<TensorView> {

@@ -101,10 +101,14 @@ void select_rope_factors(ModelConfig& c, int ctx) {
   c.rope_freq_factors = ctx > c.rope_orig_ctx ? c.rope_factors_long : c.rope_factors_short;
 }
 
-TensorLookup phi3_split_fused(const ModelConfig& c, TensorLookup file) {
-  return [c, file = std::move(file)](const std::string& name) -> std::optional<TensorView> {
+namespace {
+
+// gate_up: ffn_gate and ffn_up are rows of the fused ffn_up too (Phi-3), else only Q/K/V are split.
+TensorLookup split_fused(const ModelConfig& c, TensorLookup file, bool gate_up) {
+  return [c, file = std::move(file), gate_up](const std::string& name) -> std::optional<TensorView> {
     const FusedPart* hit = nullptr;
     for (const FusedPart& f : kFusedParts) {
+      if (!gate_up && std::string(f.fused).find("qkv") == std::string::npos) continue;
       if (ends_with(name, std::string(".") + f.part)) {
         hit = &f;
         break;
@@ -138,5 +142,11 @@ TensorLookup phi3_split_fused(const ModelConfig& c, TensorLookup file) {
     return row_view(*fused, at, count, fused_name + " rows [" + std::to_string(at) + ", " + std::to_string(at + count) + ")");
   };
 }
+
+}  // namespace
+
+TensorLookup phi3_split_fused(const ModelConfig& c, TensorLookup file) { return split_fused(c, std::move(file), true); }
+
+TensorLookup split_fused_qkv(const ModelConfig& c, TensorLookup file) { return split_fused(c, std::move(file), false); }
 
 }  // namespace anelm::engine

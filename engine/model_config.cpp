@@ -40,6 +40,7 @@ const char* arch_name(Arch a) {
     case Arch::kGemma3: return "gemma3";
     case Arch::kGpt2: return "gpt2";
     case Arch::kBert: return "bert";
+    case Arch::kNomicBert: return "nomic-bert";
   }
   return "unknown";
 }

@@ -8,7 +8,7 @@
 
 namespace anelm::engine {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3, kGemma3, kGpt2, kBert };
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen35, kGranite, kSmolLM3, kPhi3, kGemma3, kGpt2, kBert, kNomicBert };
 
 const char* arch_name(Arch a);
 
@@ -125,6 +125,7 @@ struct ModelConfig {
   bool layer_norm = false;
   bool gated_ffn = true;
   bool learned_positions = false;
+  bool proj_bias = false;      // biases on attn_output, ffn_up and ffn_down (GPT-2, BERT; not nomic-bert)
 
   // BERT (engine/family_bert.cpp), an encoder that only embeds: bidirectional attention (causal
   // false: every token of an input attends every token of it, so an input runs whole in one pass);

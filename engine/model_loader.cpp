@@ -93,13 +93,15 @@ void add_deltanet_slots(const ModelConfig& c, DeltaNetWeights& w, ModelFormat fm
   add(&w.out, "ssm_out.weight", "linear_attn.out_proj.weight", {d, vd}, "[d_model, value_dim]", Role::kMatrix);
 }
 
-// GPT-2's LayerNorm and projection biases of one layer (GGUF only; Q/K/V biases come with qkv_bias).
+// The LayerNorms' biases of one layer, and the projection biases of GPT-2 and BERT (GGUF only; Q/K/V
+// biases come with qkv_bias).
 template <typename Add>
 void add_gpt2_bias_slots(const ModelConfig& c, LayerWeights& L, Add&& add) {
   const int64_t d = c.d_model, ff = c.d_ff;
   add(&L.attn_norm_b, "attn_norm.bias", "", {d}, "[d_model]", Role::kVector);
-  add(&L.bo, "attn_output.bias", "", {d}, "[d_model]", Role::kVector);
   add(&L.ffn_norm_b, "ffn_norm.bias", "", {d}, "[d_model]", Role::kVector);
+  if (!c.proj_bias) return;
+  add(&L.bo, "attn_output.bias", "", {d}, "[d_model]", Role::kVector);
   add(&L.b_up, "ffn_up.bias", "", {ff}, "[d_ff]", Role::kVector);
   add(&L.b_down, "ffn_down.bias", "", {d}, "[d_model]", Role::kVector);
 }
@@ -460,6 +462,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, std::optional<D
   }
   if (m->config.arch == Arch::kGpt2) lookup = gpt2_split_fused(m->config, std::move(lookup));
   if (m->config.arch == Arch::kBert) lookup = bert_tensor_names(std::move(lookup));
+  if (m->config.arch == Arch::kNomicBert) lookup = split_fused_qkv(m->config, bert_tensor_names(std::move(lookup)));
   if (m->format == ModelFormat::kGguf &&
       std::static_pointer_cast<GgufFile>(m->owners[0])->tensors().empty()) {
     throw Error(ErrorKind::kNotFound, "GGUF '" + path + "' holds no tensors (a vocab-only file?); "

@@ -24,7 +24,8 @@ engine::Arch parse_arch(const std::string& s) {
   if (s == "gemma3") return engine::Arch::kGemma3;
   if (s == "gpt2") return engine::Arch::kGpt2;
   if (s == "bert") return engine::Arch::kBert;
-  throw Error(ErrorKind::kInvalidArgument, "--arch: expected qwen2, qwen3, qwen35, llama, granite, smollm3, phi3, gemma3, gpt2 or bert, got '" + s + "'");
+  if (s == "nomic-bert") return engine::Arch::kNomicBert;
+  throw Error(ErrorKind::kInvalidArgument, "--arch: expected qwen2, qwen3, qwen35, llama, granite, smollm3, phi3, gemma3, gpt2, bert or nomic-bert, got '" + s + "'");
 }
 
 engine::DType parse_dtype(const std::string& s) {
@@ -54,11 +55,12 @@ engine::Pooling parse_pooling(const std::string& s) {
 int run_make_model(int argc, char** argv) {
   cxxopts::Options options("anelm make-model", "Write a randomly initialised but valid model");
   options.add_options()
-      ("arch", "qwen2, qwen3, qwen35, llama, granite, smollm3, phi3, gemma3, gpt2 or bert", cxxopts::value<std::string>()->default_value("qwen2"))
+      ("arch", "qwen2, qwen3, qwen35, llama, granite, smollm3, phi3, gemma3, gpt2, bert or nomic-bert", cxxopts::value<std::string>()->default_value("qwen2"))
       ("shape", "tiny, tiny256, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b or llama-3.2-tiny; qwen35: tiny, "
        "qwen3.5-0.8b or qwen3.5-2b; granite: tiny or granite-3.3-2b; smollm3: tiny or smollm3-3b; gemma3: tiny or "
        "gemma-3-1b; gpt2: tiny or gpt2-124m (granite, smollm3: GGUF only); phi3: tiny, phi-4-mini or phi-3.5-mini; bert "
-       "(GGUF only, an embedding model: --pooling mean by default): tiny, bge-small or bge-base",
+       "(GGUF only, an embedding model: --pooling mean by default): tiny, bge-small or bge-base; nomic-bert (the same): "
+       "tiny or nomic-embed-text-v1.5",
        cxxopts::value<std::string>()->default_value("tiny"))
       ("dtype", std::string("f32, bf16, ") + engine::kWeightsTypeNames + " (block types: gguf only)",
        cxxopts::value<std::string>()->default_value("f16"))

@@ -36,7 +36,7 @@ ModelConfig shape_config(const MakeModelOptions& o) {
     return c;
   }
   if (o.arch == Arch::kGranite || o.arch == Arch::kSmolLM3 || o.arch == Arch::kPhi3 || o.arch == Arch::kGemma3 ||
-      o.arch == Arch::kGpt2 || o.arch == Arch::kBert) {
+      o.arch == Arch::kGpt2 || o.arch == Arch::kBert || o.arch == Arch::kNomicBert) {
     if (o.format != ModelFormat::kGguf && o.arch != Arch::kPhi3 && o.arch != Arch::kGemma3 && o.arch != Arch::kGpt2) {
       throw Error(ErrorKind::kInvalidArgument, std::string("make_model: ") + arch_name(o.arch) + " is written as GGUF only");
     }
@@ -45,10 +45,11 @@ ModelConfig shape_config(const MakeModelOptions& o) {
                     : o.arch == Arch::kGemma3  ? gemma3_shape_config(o.shape, o.layers)
                     : o.arch == Arch::kGpt2    ? gpt2_shape_config(o.shape, o.layers)
                     : o.arch == Arch::kBert    ? bert_shape_config(o.shape, o.layers)
+                    : o.arch == Arch::kNomicBert ? nomic_bert_shape_config(o.shape, o.layers)
                                                : smollm3_shape_config(o.shape, o.layers);
     c.name = std::string(arch_name(o.arch)) + "-" + o.shape + "-random-seed" + std::to_string(o.seed);
     c.pooling = o.pooling;
-    if (o.arch == Arch::kBert && c.pooling == Pooling::kNone) c.pooling = Pooling::kMean;  // an encoder only embeds
+    if (!c.causal && c.pooling == Pooling::kNone) c.pooling = Pooling::kMean;  // an encoder only embeds
     return c;
   }
   ModelConfig c;
@@ -112,7 +113,7 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
   const std::string hf_model = c.arch == Arch::kQwen35 ? "model.language_model." : "model.";
   p.push_back({"token_embd.weight", hf_model + "embed_tokens.weight", {v, d}, Kind::kEmbed});
   if (c.learned_positions) p.push_back({"position_embd.weight", "", {c.max_ctx, d}, Kind::kEmbed});  // GPT-2, BERT
-  if (c.arch == Arch::kBert) add_bert_global_plan(c, p);
+  if (!c.causal) add_bert_global_plan(c, p);
   for (int l = 0; l < c.n_layers; ++l) {
     if (c.arch == Arch::kQwen35) {
       add_qwen35_block_plan(c, l, p);
@@ -126,7 +127,7 @@ std::vector<Plan> make_plan(const ModelConfig& c, bool llama_gguf) {
       add_gpt2_block_plan(c, l, p);
       continue;
     }
-    if (c.arch == Arch::kBert) {
+    if (!c.causal) {  // BERT, nomic-bert
       add_bert_block_plan(c, l, p);
       continue;
     }
@@ -358,7 +359,7 @@ void add_gguf_hparams(const ModelConfig& c, DType dtype, const std::string& shap
   w.add_u32("general.file_type", llama_file_type(dtype));
   if (dtype_is_quantized(dtype)) w.add_u32("general.quantization_version", 2);
   if (c.arch == Arch::kGpt2) return gpt2_to_gguf(c, w);  // its converter writes its own few keys
-  if (c.arch == Arch::kBert) return bert_to_gguf(c, w);
+  if (!c.causal) return bert_to_gguf(c, w);
   w.add_u32(a + ".block_count", c.n_layers);
   w.add_u32(a + ".context_length", c.max_ctx);
   w.add_u32(a + ".embedding_length", c.d_model);
@@ -434,7 +435,7 @@ MadeModel make_model(const MakeModelOptions& o, const std::string& out) {
                         : o.shape == "phi-3.5-mini" ? 32064
                         : o.shape == "gemma-3-1b" ? 262144
                         : o.shape == "gpt2-124m" ? 50257
-                        : o.shape == "bge-small" || o.shape == "bge-base" ? 30522 : 0;
+                        : o.shape == "bge-small" || o.shape == "bge-base" || o.shape == "nomic-embed-text-v1.5" ? 30522 : 0;
   if (vocab.paddable && vocab_size < real_rows) vocab_size = real_rows;
   pad_maker_vocab(vocab, vocab_size);
   // llama.cpp sets Phi-3's special-token attributes by general.name (containing "phi3" or "phi-3")

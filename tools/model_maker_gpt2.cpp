@@ -39,6 +39,7 @@ ModelConfig gpt2_shape_config(const std::string& shape, int layers) {
   c.ffn_act = FfnAct::kGeluTanh;
   c.learned_positions = true;
   c.qkv_bias = true;
+  c.proj_bias = true;
   c.nope_layers.assign(static_cast<size_t>(c.n_layers), true);
   return c;
 }

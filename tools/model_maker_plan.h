@@ -85,6 +85,8 @@ void write_gpt2_hf_config(const engine::ModelConfig& c, engine::DType dtype, con
 // BERT ("tiny", "bge-small", "bge-base"), GGUF only: the embeddings' token types and LayerNorm, and
 // per block separate Q/K/V, output, FFN (all with biases) and the two post-residual LayerNorms.
 engine::ModelConfig bert_shape_config(const std::string& shape, int layers);
+// nomic-bert ("tiny", "nomic-embed-text-v1.5"), GGUF only.
+engine::ModelConfig nomic_bert_shape_config(const std::string& shape, int layers);
 void add_bert_global_plan(const engine::ModelConfig& c, std::vector<Plan>& plan);
 void add_bert_block_plan(const engine::ModelConfig& c, int layer, std::vector<Plan>& plan);
 

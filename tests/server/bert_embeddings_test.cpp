@@ -5,7 +5,8 @@
 // activations spread any two engines apart, 1 - cosine within twice llama.cpp's own between flash
 // attention on and off) for mean and CLS pooling, one input and several packed into one pass, up to
 // the 512 learned positions; longer inputs are refused (or truncated where the API asks for it),
-// and generation endpoints answer 501.
+// and generation endpoints answer 501. nomic-bert (nomic-embed-text: RoPE, fused QKV, SwiGLU) is
+// held to the same bounds, with an input past BERT's 512 positions.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -57,9 +58,9 @@ class BertEmbeddings : public ::testing::Test {
       GTEST_SKIP() << "llama.cpp peer kit not found (../shared/peers)";
   }
 
-  std::string make(const std::string& name, const std::string& args) {
+  std::string make(const std::string& name, const std::string& args, const std::string& arch = "bert") {
     const fs::path out = dir_ / name;
-    const std::string cmd = anelm::testing::anelm_binary().string() + " make-model --arch bert --shape tiny --seed 5 " +
+    const std::string cmd = anelm::testing::anelm_binary().string() + " make-model --arch " + arch + " --shape tiny --seed 5 " +
                             args + " --tokenizer-from " + vocab_->string() + " --out " + out.string() + " >/dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return out.string();
@@ -119,6 +120,17 @@ TEST_F(BertEmbeddings, ClsPoolingAndALongInputMatchLlamaCpp) {
   serve(model);
   expect_matches_peer(model, kTexts);
   expect_matches_peer(model, {long_text(400), kTexts[1]});
+}
+
+TEST_F(BertEmbeddings, NomicBertMatchesLlamaCpp) {
+  for (const char* dtype : {"f32", "q8_0"}) {
+    SCOPED_TRACE(dtype);
+    const std::string model = make(std::string("nomic-") + dtype + ".gguf", std::string("--dtype ") + dtype, "nomic-bert");
+    serve(model);
+    const bool quantized = std::string(dtype) == "q8_0";
+    expect_matches_peer(model, kTexts, quantized);
+    expect_matches_peer(model, {long_text(700)}, quantized);  // ~820 tokens: RoPE past 512 positions
+  }
 }
 
 TEST_F(BertEmbeddings, InputsBeyondTheLearnedPositionsAndGenerationAreRefused) {
