@@ -9,7 +9,8 @@ scored against one query, on /v1/rerank against node-llama-cpp's ranking context
 
 Without --model, writes a random Qwen3-Embedding-0.6B-shaped GGUF (`anelm make-model --arch qwen3
 --shape qwen3-0.6b --pooling last`, the real Qwen2.5 tokenizer); `--arch bert --shape bge-small
---pooling cls` a BERT one (bge-small-en-v1.5's shape) with the real BGE vocabulary (llama.cpp's
+--pooling cls` a BERT one (bge-small-en-v1.5's shape; `--arch nomic-bert --shape nomic-embed-text-v1.5
+--pooling mean` nomic-embed-text's) with the real BGE vocabulary (llama.cpp's
 models/ggml-vocab-bert-bge.gguf, extracted from the peer kit's source bundle). Texts: --inputs deterministic
 English-like texts of --words words each. Rounds are interleaved (llama.cpp, anelm, llama.cpp, ...):
 - llama.cpp: bench/llamacpp_embed_bench.mjs (node-llama-cpp, prebuilt llama.cpp of the peer kit): every
@@ -119,7 +120,7 @@ def main():
     if not model:
         model = os.path.join(tmp, f"{a.arch}-{a.shape}-embed-{a.pooling}-{a.dtype}.gguf")
         tokenizer = os.path.join(SHARED, "models", "qwen2.5-0.5b-instruct")
-        if a.arch == "bert":
+        if a.arch in ("bert", "nomic-bert"):
             vocab = "ggml-vocab-bert-bge.gguf"
             subprocess.run(["bash", os.path.join(ROOT, "tests", "tokenizer", "llama_vocab_files.sh"), tmp, vocab], check=True)
             tokenizer = os.path.join(tmp, vocab)

@@ -23,8 +23,8 @@ engine::Pooling serving_pooling(ServerContext& ctx) {
 }
 
 // Text inputs as llama-server tokenizes them for embeddings: special tokens parsed, BOS and EOS
-// added when the vocabulary asks for them (BERT's WordPiece: [CLS] and [SEP] always) (Qwen3-Embedding's GGUF sets add_eos_token: its vector is
-// the hidden state at <|endoftext|>). Token-id inputs are used as given.
+// added when the vocabulary asks for them (Qwen3-Embedding's GGUF sets add_eos_token: its vector is
+// the hidden state at <|endoftext|>; BERT's WordPiece: [CLS] and [SEP]). Token-id inputs are used as given.
 std::vector<std::vector<int>> tokenize_inputs(const tok::Tokenizer& tk, EmbeddingsRequest& r) {
   if (r.is_ids) return std::move(r.ids);
   const auto& v = tk.vocab();

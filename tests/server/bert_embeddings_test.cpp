@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/config_gguf.h"
+#include "engine/error.h"
+#include "engine/gguf.h"
+#include "engine/gguf_writer.h"
 #include "peer_embed.h"
 #include "real_model_server.h"
 #include "test_server.h"
@@ -46,6 +50,43 @@ std::string long_text(int words) {
   std::string s;
   for (int i = 0; i < words; ++i) s += std::string(kWords[(i * 5 + i / 8) % 8]) + (i % 6 == 5 ? ". " : " ");
   return s;
+}
+
+// A copy of the GGUF `src` with `override_key` (when not empty) written as the bool true and one more
+// f32 tensor `extra` [rows] (when not empty): the variants a loader must refuse.
+std::string gguf_variant(const std::string& src, const std::string& dst, const std::string& override_key,
+                         const std::string& extra = "", int64_t rows = 0) {
+  auto g = engine::GgufFile::open(src);
+  engine::GgufWriter w(static_cast<uint32_t>(g->alignment()));
+  for (const std::string& k : g->keys()) {
+    if (k != override_key) w.add_raw(k, g->raw_value(k));
+  }
+  if (!override_key.empty()) w.add_bool(override_key, true);
+  std::vector<engine::TensorView> views;
+  for (const engine::GgufTensorInfo& info : g->tensors()) {
+    views.push_back(g->tensor_view(info));
+    const engine::TensorView& v = views.back();
+    w.add_tensor(info.name, v.dtype, std::vector<int64_t>(v.shape.begin(), v.shape.begin() + v.ndim));
+  }
+  if (!extra.empty()) w.add_tensor(extra, engine::DType::kF32, {rows});
+  w.begin(dst);
+  for (const engine::TensorView& v : views) w.write_data(v.data, static_cast<size_t>(v.nbytes));
+  if (!extra.empty()) {
+    const std::vector<float> zeros(static_cast<size_t>(rows));
+    w.write_data(zeros.data(), zeros.size() * sizeof(float));
+  }
+  w.finish();
+  return dst;
+}
+
+// The Error message of reading `path`'s config, or "" when it loads.
+std::string config_error(const std::string& path) {
+  try {
+    engine::config_from_gguf(*engine::GgufFile::open(path));
+  } catch (const anelm::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 class BertEmbeddings : public ::testing::Test {
@@ -130,6 +171,37 @@ TEST_F(BertEmbeddings, NomicBertMatchesLlamaCpp) {
     const bool quantized = std::string(dtype) == "q8_0";
     expect_matches_peer(model, kTexts, quantized);
     expect_matches_peer(model, {long_text(700)}, quantized);  // ~820 tokens: RoPE past 512 positions
+  }
+}
+
+// What the encoders do not run is refused by name at load: a causal flag, a bias nomic-bert has no
+// place for, a BERT reranker's classifier head. The unchanged files load.
+TEST_F(BertEmbeddings, UnsupportedVariantsAreRefusedByName) {
+  const std::string bert = make("bert-variants.gguf", "--dtype f32 --layers 1");
+  const std::string nomic = make("nomic-variants.gguf", "--dtype f32 --layers 1", "nomic-bert");
+  EXPECT_EQ(config_error(bert), "");
+  EXPECT_EQ(config_error(nomic), "");
+  const struct {
+    std::string src, key, tensor, want;
+  } cases[] = {
+      {bert, "bert.attention.causal", "", "bert.attention.causal"},
+      {nomic, "nomic-bert.attention.causal", "", "nomic-bert.attention.causal"},
+      {nomic, "", "blk.0.attn_output.bias", "blk.0.attn_output.bias"},
+      {bert, "", "cls.output.bias", ""},  // a bias alone is no head: loads
+      {bert, "", "cls.weight", "cls.weight"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want.empty() ? c.tensor : c.want);
+    const std::string out = gguf_variant(c.src, (dir_ / ("variant-" + std::to_string(i++) + ".gguf")).string(), c.key,
+                                         c.tensor, 256);
+    const std::string err = config_error(out);
+    if (c.want.empty()) {
+      EXPECT_EQ(err, "");
+    } else {
+      EXPECT_NE(err.find(c.want), std::string::npos) << err;
+      EXPECT_NE(err.find("not supported"), std::string::npos) << err;
+    }
   }
 }
 
