@@ -49,7 +49,7 @@ constexpr int kT = 16;          // rows per panel = tokens per chunk = tile rows
 //   than the products): from 6, measured on Q4_K before its few-token kernel (896x4864, n = 4:
 //   AVX-512 0.51 ms vs AMX 0.63, n = 8 0.88 vs 0.72).
 // - Q4_K, Q5_K and Q6_K, whose AVX-512 kernels decode each weight block once for up to 8 tokens
-//   (few_tokens): from 9. 896x4864 at 8 tokens: Q4_K 0.51 ms there against 0.74 ms on tiles, Q5_K
+//   (token_tiles): from 9. 896x4864 at 8 tokens: Q4_K 0.51 ms there against 0.74 ms on tiles, Q5_K
 //   0.59 vs 0.72; a 4-sequence Qwen3-0.6B Q4_K_M step takes 40 ms (77 on tiles from 4, 2 threads).
 template <class U>
 constexpr int min_tokens() {
