@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -419,14 +420,13 @@ void float_gemm(const void* w, int64_t cols, const float* x, int n, float* __res
 // ---- Q8_0 prefill: activations repacked per token block into block pairs -----------------------
 // XPair: two consecutive QBlock8 of one token as one zmm of int8 plus their scales spread over the
 // matching int32 lanes, so the inner loop is load, sign, vpdpbusd, convert, scale, FMA: 6 uops per
-// (token, 64 weights) instead of ~16 with one block per ymm. Built on the stack by each caller
-// (kXPairTokens tokens x up to kXPairMaxPairs pairs, 128 B each: 160 KiB), never allocated.
+// (token, 64 weights) instead of ~16 with one block per ymm. 128 B per pair: a tile of kXPairTokens
+// tokens at 10240 columns is 160 KiB.
 struct alignas(64) XPair {
   int8_t qs[64];
   float d[16];
 };
 constexpr int kXPairTokens = 8;
-constexpr int64_t kXPairMaxPairs = 160;  // cols <= 10240
 
 inline void pack_xpairs(const QBlock8* x, int64_t nb, int nt, XPair* __restrict out) {
   const int64_t np = nb / 2;
@@ -479,30 +479,49 @@ inline void pair_tile(const void* w, int64_t np, const XPair* x, float* out) {
   for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// Y[i][r] for a pair-decodable type with even nb and cols within the stack budget.
+// XPair scratch of this thread, grown to the largest prefill seen (never per token).
+inline XPair* xpair_scratch(size_t n) {
+  thread_local std::vector<XPair> v;
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Y[i][r] for a pair-decodable type with even nb: every token packed once, then rows in chunks of
+// ~384 KB of weights (they stay in L2 beside one tile's activations, at most 160 KB) with every
+// 8-token tile passing over a chunk, so the weights stream from memory once per call, not once per
+// tile. Phi-4-mini's Q8_0 (4 GB) streamed 16 times per 128-token prefill and its prefill sat at
+// 1.0x llama.cpp (Zen 5, 2026-12-02).
 template <class Dec>
 void gemm_pairs(const void* w, int64_t cols, const QBlock8* x, int n, float* __restrict y,
                 int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t nb = cols / kQBlock, np = nb / 2;
   const int64_t rb = dtype_row_bytes(Dec::kType, cols);
-  XPair packed[kXPairTokens * kXPairMaxPairs];
-  float out[kXPairTokens];
+  XPair* packed = xpair_scratch(static_cast<size_t>(n * np));
   for (int i0 = 0; i0 < n; i0 += kXPairTokens) {
-    const int nt = n - i0 < kXPairTokens ? n - i0 : kXPairTokens;
-    pack_xpairs(x + i0 * nb, nb, nt, packed);
-    for (int64_t r = r0; r < r1; ++r) {
-      const void* row = static_cast<const uint8_t*>(w) + r * rb;
-      switch (nt) {
-        case 8: pair_tile<Dec, 8>(row, np, packed, out); break;
-        case 7: pair_tile<Dec, 7>(row, np, packed, out); break;
-        case 6: pair_tile<Dec, 6>(row, np, packed, out); break;
-        case 5: pair_tile<Dec, 5>(row, np, packed, out); break;
-        case 4: pair_tile<Dec, 4>(row, np, packed, out); break;
-        case 3: pair_tile<Dec, 3>(row, np, packed, out); break;
-        case 2: pair_tile<Dec, 2>(row, np, packed, out); break;
-        default: pair_tile<Dec, 1>(row, np, packed, out); break;
+    pack_xpairs(x + i0 * nb, nb, std::min(kXPairTokens, n - i0), packed + i0 * np);
+  }
+  constexpr int64_t kChunkBytes = 384 * 1024;
+  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / rb);
+  float out[kXPairTokens];
+  for (int64_t a = r0; a < r1; a += chunk) {
+    const int64_t e = std::min(r1, a + chunk);
+    for (int i0 = 0; i0 < n; i0 += kXPairTokens) {
+      const int nt = n - i0 < kXPairTokens ? n - i0 : kXPairTokens;
+      const XPair* xt = packed + i0 * np;
+      for (int64_t r = a; r < e; ++r) {
+        const void* row = static_cast<const uint8_t*>(w) + r * rb;
+        switch (nt) {
+          case 8: pair_tile<Dec, 8>(row, np, xt, out); break;
+          case 7: pair_tile<Dec, 7>(row, np, xt, out); break;
+          case 6: pair_tile<Dec, 6>(row, np, xt, out); break;
+          case 5: pair_tile<Dec, 5>(row, np, xt, out); break;
+          case 4: pair_tile<Dec, 4>(row, np, xt, out); break;
+          case 3: pair_tile<Dec, 3>(row, np, xt, out); break;
+          case 2: pair_tile<Dec, 2>(row, np, xt, out); break;
+          default: pair_tile<Dec, 1>(row, np, xt, out); break;
+        }
+        for (int t = 0; t < nt; ++t) y[(i0 + t) * ldy + r] = out[t];
       }
-      for (int t = 0; t < nt; ++t) y[(i0 + t) * ldy + r] = out[t];
     }
   }
 }
@@ -535,7 +554,7 @@ void matmul_avx512(const void* w, int64_t cols, const float* xf, const void* xq,
     }
     if constexpr (requires { typename K::PairDec; }) {  // Q8_0, Q5_0: packed-pair prefill
       const int64_t nb = cols / kQBlock;
-      if (nb % 2 == 0 && nb / 2 <= kXPairMaxPairs) {
+      if (nb % 2 == 0) {
         gemm_pairs<typename K::PairDec>(w, cols, x, n, y, ldy, r0, r1);
         return;
       }
