@@ -417,6 +417,8 @@ void float_gemm(const void* w, int64_t cols, const float* x, int n, float* __res
   }
 }
 
+#include "engine/kernels/matmul_tiles-inl.h"
+
 // ---- Q8_0 prefill: activations repacked per token block into block pairs -----------------------
 // XPair: two consecutive QBlock8 of one token as one zmm of int8 plus their scales spread over the
 // matching int32 lanes, so the inner loop is load, sign, vpdpbusd, convert, scale, FMA: 6 uops per
@@ -503,36 +505,21 @@ void gemm_pairs(const void* w, int64_t cols, const QBlock8* x, int n, float* __r
   }
   constexpr int64_t kChunkBytes = 384 * 1024;
   const int64_t chunk = std::max<int64_t>(1, kChunkBytes / rb);
-  float out[kXPairTokens];
-  for (int64_t a = r0; a < r1; a += chunk) {
-    const int64_t e = std::min(r1, a + chunk);
-    for (int i0 = 0; i0 < n; i0 += kXPairTokens) {
-      const int nt = n - i0 < kXPairTokens ? n - i0 : kXPairTokens;
-      const XPair* xt = packed + i0 * np;
+  chunked_token_passes<kXPairTokens>(n, r0, r1, chunk, [&](int i0, int nt, int64_t a, int64_t e) {
+    with_token_count(nt, [&](auto T) {
+      float out[T];
       for (int64_t r = a; r < e; ++r) {
-        const void* row = static_cast<const uint8_t*>(w) + r * rb;
-        switch (nt) {
-          case 8: pair_tile<Dec, 8>(row, np, xt, out); break;
-          case 7: pair_tile<Dec, 7>(row, np, xt, out); break;
-          case 6: pair_tile<Dec, 6>(row, np, xt, out); break;
-          case 5: pair_tile<Dec, 5>(row, np, xt, out); break;
-          case 4: pair_tile<Dec, 4>(row, np, xt, out); break;
-          case 3: pair_tile<Dec, 3>(row, np, xt, out); break;
-          case 2: pair_tile<Dec, 2>(row, np, xt, out); break;
-          default: pair_tile<Dec, 1>(row, np, xt, out); break;
-        }
-        for (int t = 0; t < nt; ++t) y[(i0 + t) * ldy + r] = out[t];
+        pair_tile<Dec, T>(static_cast<const uint8_t*>(w) + r * rb, np, packed + i0 * np, out);
+        for (int t = 0; t < T; ++t) y[(i0 + t) * ldy + r] = out[t];
       }
-    }
-  }
+    });
+  });
 }
 
 // Token blocks (activations stay cached) x rows x tiles of up to kQTile tokens (quantised weights:
 // each weight block's load and |w| are shared by kQTile tokens).
 constexpr int kQTile = 8;
 constexpr int kQTokenBlock = 16;
-
-#include "engine/kernels/matmul_tiles-inl.h"
 
 template <class K>
 void matmul_avx512(const void* w, int64_t cols, const float* xf, const void* xq, int n,

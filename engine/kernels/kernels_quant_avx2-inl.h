@@ -336,30 +336,13 @@ void k2_matmul(const void* w, int64_t cols, const float*, const void* xq, int n,
   const auto* base = static_cast<const uint8_t*>(w);
   const int64_t nb = cols / kQKBlock, rb = dtype_row_bytes(K::kType, cols);
   auto pass = [&](int t0, int nt, int64_t a, int64_t e) {
-    const QBlockK* xt = x + t0 * nb;
-    float* yt = y + t0 * ldy;
-    switch (nt) {
-      case 1: k2_rows<K, 1>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-      case 2: k2_rows<K, 2>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-      case 3: k2_rows<K, 3>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-      case 4: k2_rows<K, 4>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-      case 5: k2_rows<K, 5>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-      case 6: k2_rows<K, 6>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-      case 7: k2_rows<K, 7>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-      default: k2_rows<K, 8>(base, rb, nb, xt, nb, yt, ldy, a, e); break;
-    }
+    with_token_count(nt, [&](auto T) { k2_rows<K, T>(base, rb, nb, x + t0 * nb, nb, y + t0 * ldy, ldy, a, e); });
   };
   if (n <= kKFewTokens) {
     pass(0, n, r0, r1);
     return;
   }
-  const int64_t chunk = rows_per_l2_chunk(rb);  // weights that stay in L2 while every token tile passes
-  for (int64_t a = r0; a < r1; a += chunk) {
-    const int64_t e = std::min(r1, a + chunk);
-    int t = 0;
-    for (; t + kKTile <= n; t += kKTile) pass(t, kKTile, a, e);
-    if (t < n) pass(t, n - t, a, e);
-  }
+  chunked_token_passes<kKTile>(n, r0, r1, rows_per_l2_chunk(rb), pass);
 }
 
 // k2_matmul's kernels: the block type and its tile (the tile's template arguments after the comma).

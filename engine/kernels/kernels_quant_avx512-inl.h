@@ -302,35 +302,19 @@ void k_tokens_matmul(const void* w, int64_t cols, const QBlockK* x, int n, float
   XK* xk = xk_scratch(static_cast<size_t>(n * nb));
   for (int64_t i = 0; i < n * nb; ++i) K::pack(x[i], xk[i]);
   auto pass = [&](int t0, int nt, int64_t a, int64_t e) {
-    const XK* xt = xk + t0 * nb;
-    const QBlockK* xb = x + t0 * nb;
-    float out[kKTokens];
-    for (int64_t r = a; r < e; ++r) {
-      const void* row = static_cast<const uint8_t*>(w) + r * rb;
-      switch (nt) {
-        case 1: K::template tokens<1>(row, nb, xt, xb, out, rb); break;
-        case 2: K::template tokens<2>(row, nb, xt, xb, out, rb); break;
-        case 3: K::template tokens<3>(row, nb, xt, xb, out, rb); break;
-        case 4: K::template tokens<4>(row, nb, xt, xb, out, rb); break;
-        case 5: K::template tokens<5>(row, nb, xt, xb, out, rb); break;
-        case 6: K::template tokens<6>(row, nb, xt, xb, out, rb); break;
-        case 7: K::template tokens<7>(row, nb, xt, xb, out, rb); break;
-        default: K::template tokens<8>(row, nb, xt, xb, out, rb); break;
+    with_token_count(nt, [&](auto T) {
+      float out[T];
+      for (int64_t r = a; r < e; ++r) {
+        K::template tokens<T>(static_cast<const uint8_t*>(w) + r * rb, nb, xk + t0 * nb, x + t0 * nb, out, rb);
+        for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r] = out[t];
       }
-      for (int t = 0; t < nt; ++t) y[(t0 + t) * ldy + r] = out[t];
-    }
+    });
   };
   if (n <= kKTokens) {
     pass(0, n, r0, r1);
     return;
   }
-  const int64_t chunk = rows_per_l2_chunk(rb);
-  for (int64_t a = r0; a < r1; a += chunk) {
-    const int64_t e = std::min(r1, a + chunk);
-    int t = 0;
-    for (; t + kKTokens <= n; t += kKTokens) pass(t, kKTokens, a, e);
-    if (t < n) pass(t, n - t, a, e);
-  }
+  chunked_token_passes<kKTokens>(n, r0, r1, rows_per_l2_chunk(rb), pass);
 }
 
 // The matmul entry of a kernel K with pack and tokens<T> (matmul_avx512 takes it for n > 1).

@@ -64,6 +64,33 @@ inline int64_t rows_per_l2_chunk(int64_t row_bytes) {
   return row_bytes >= kChunkBytes ? 1 : kChunkBytes / row_bytes;
 }
 
+// run(T) with T = std::integral_constant<int, nt>, 1 <= nt <= 8: a pass of nt tokens as a
+// compile-time count (nt above 8 runs as 8; callers never pass it).
+template <class F>
+inline void with_token_count(int nt, F&& run) {
+  switch (nt) {
+    case 1: run(std::integral_constant<int, 1>{}); break;
+    case 2: run(std::integral_constant<int, 2>{}); break;
+    case 3: run(std::integral_constant<int, 3>{}); break;
+    case 4: run(std::integral_constant<int, 4>{}); break;
+    case 5: run(std::integral_constant<int, 5>{}); break;
+    case 6: run(std::integral_constant<int, 6>{}); break;
+    case 7: run(std::integral_constant<int, 7>{}); break;
+    default: run(std::integral_constant<int, 8>{}); break;
+  }
+}
+
+// pass(t0, nt, a, e) over rows in chunks of `chunk` and tokens in tiles of kTile (the tail shorter):
+// every tile passes over a chunk while its weights are cached, so a prefill streams them from memory
+// once. The prefill drivers of the AVX2 and AVX-512 K-quant tiles and of AVX-512's Q8_0 pairs.
+template <int kTile, class F>
+inline void chunked_token_passes(int n, int64_t r0, int64_t r1, int64_t chunk, F&& pass) {
+  for (int64_t a = r0; a < r1; a += chunk) {
+    const int64_t e = a + chunk < r1 ? a + chunk : r1;
+    for (int t = 0; t < n; t += kTile) pass(t, n - t < kTile ? n - t : kTile, a, e);
+  }
+}
+
 // The same tiles over quantised activations (about a byte per element: a 128-token prefill's fit
 // in L2) for more than one token block: rows in chunks of ~48 KB of weights, every token block
 // passing over a chunk while it is in L2, so a prefill streams the weights from memory once, not
