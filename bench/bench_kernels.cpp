@@ -1,10 +1,10 @@
 // Per-kernel bench (llm.c dev/cuda pattern): every ISA's matmul is first validated against the scalar
 // reference on the same data, then timed; one JSON line per (isa, dtype, shape, n) with GB/s of
 // weights streamed and GFLOP/s. Usage: bench_kernels [reps=20] [dtype, e.g. q4_K: only that one]
-// [shape: qkv|gate_up|down|lm_head|q3_qkv|q3_o|q3_gate_up|q3_down|q3_lm_head]
+// [shape: qkv|gate_up|down|lm_head|q3_qkv|q3_o|q3_gate_up|q3_down|q3_lm_head|phi_qkv|phi_o|phi_gate_up|phi_down]
 // [exact: also rms_err_vs_exact, against the float activations]. ANELM_BENCH_ISA=avx2 (say) times that
-// table only (amx_bf16: the opt-in AMX-BF16 table; the scalar reference still validates); ANELM_BENCH_N=1,4,128 only those token counts. Shapes are Qwen2.5-0.5B's and Qwen3-0.6B's
-// (q3_*); the K-quants run on the rows that hold whole 256-element blocks.
+// table only (amx_bf16: the opt-in AMX-BF16 table; the scalar reference still validates); ANELM_BENCH_N=1,4,128 only those token counts. Shapes are Qwen2.5-0.5B's, Qwen3-0.6B's
+// (q3_*) and Phi-4-mini's (phi_*); the K-quants run on the rows that hold whole 256-element blocks.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -104,10 +104,13 @@ int main(int argc, char** argv) {
   }
   struct Shape { const char* name; int64_t rows, cols; };
   // Qwen2.5-0.5B's, then Qwen3-0.6B's (d 1024: every row whole 256-blocks, so the K-quant files
-  // users download run all their matrices through the K-quant kernels).
+  // users download run all their matrices through the K-quant kernels), then Phi-4-mini's (a 3.8B
+  // model's wide rows: a prefill tile's activations no longer fit in L1).
   const Shape shapes[] = {{"qkv", 1152, 896},         {"gate_up", 9728, 896},      {"down", 896, 4864},
                           {"lm_head", 151936, 896},   {"q3_qkv", 4096, 1024},      {"q3_o", 1024, 2048},
-                          {"q3_gate_up", 6144, 1024}, {"q3_down", 1024, 3072},     {"q3_lm_head", 151936, 1024}};
+                          {"q3_gate_up", 6144, 1024}, {"q3_down", 1024, 3072},     {"q3_lm_head", 151936, 1024},
+                          {"phi_qkv", 5120, 3072},    {"phi_o", 3072, 3072},       {"phi_gate_up", 16384, 3072},
+                          {"phi_down", 3072, 8192}};
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   int failures = 0;

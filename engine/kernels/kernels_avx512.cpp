@@ -420,12 +420,13 @@ void float_gemm(const void* w, int64_t cols, const float* x, int n, float* __res
 #include "engine/kernels/matmul_tiles-inl.h"
 
 // ---- Q8_0 prefill: activations repacked per token block into block pairs -----------------------
-// XPair: two consecutive QBlock8 of one token as one zmm of int8 plus their scales spread over the
-// matching int32 lanes, so the inner loop is load, sign, vpdpbusd, convert, scale, FMA: 6 uops per
-// (token, 64 weights) instead of ~16 with one block per ymm. 128 B per pair: a tile of kXPairTokens
-// tokens at 10240 columns is 160 KiB.
+// XPair: two consecutive QBlock8 of one token as one zmm of x + 128 (unsigned, so vpdpbusd takes
+// the signed weights as they are; -128 * sum(w), once per weight pair, starts every token's sum) plus
+// their scales spread over the matching int32 lanes: the inner loop is load, vpdpbusd, convert,
+// scale, FMA per (token, 64 weights). 128 B per pair: a tile of kXPairTokens tokens at 10240 columns
+// is 160 KiB.
 struct alignas(64) XPair {
-  int8_t qs[64];
+  uint8_t qs[64];
   float d[16];
 };
 constexpr int kXPairTokens = 8;
@@ -436,8 +437,9 @@ inline void pack_xpairs(const QBlock8* x, int64_t nb, int nt, XPair* __restrict 
     for (int64_t p = 0; p < np; ++p) {
       const QBlock8* xb = x + t * nb + 2 * p;
       XPair& o = out[t * np + p];
-      std::memcpy(o.qs, xb[0].qs, 32);
-      std::memcpy(o.qs + 32, xb[1].qs, 32);
+      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[0].qs))),
+                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[1].qs)), 1);
+      _mm512_store_si512(o.qs, _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80))));  // x + 128
       _mm512_store_ps(o.d, _mm512_insertf32x8(_mm512_set1_ps(xb[0].d), _mm256_set1_ps(xb[1].d), 1));
     }
   }
@@ -456,24 +458,22 @@ struct PairQ8_0 {
   }
 };
 
-// out[t] = row . token t for T tokens of packed pairs (np pairs per token).
+// out[t] = pairs [p0, p1) of row w . token t, whose pairs are x[t * xs + p].
 template <class Dec, int T>
-inline void pair_tile(const void* w, int64_t np, const XPair* x, float* out) {
-  const __m512i zero = _mm512_setzero_si512();
+inline void pair_tile(const void* w, int64_t p0, int64_t p1, const XPair* x, int64_t xs, float* out) {
+  const __m512i zero = _mm512_setzero_si512(), bias = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < np; ++p) {
+  for (int64_t p = p0; p < p1; ++p) {
     __m512i wq;
     __m512 dw;
     Dec::pair(w, p, wq, dw);
-    const __m512i aw = _mm512_abs_epi8(wq);
-    const __mmask64 neg = _mm512_movepi8_mask(wq);
+    const __m512i init = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wq));  // -128 * sum(w)
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const XPair& xp = x[t * np + p];
-      const __m512i xq = _mm512_load_si512(xp.qs);
-      const __m512i dot = _mm512_dpbusd_epi32(zero, aw, _mm512_mask_sub_epi8(xq, neg, zero, xq));
+      const XPair& xp = x[t * xs + p];
+      const __m512i dot = _mm512_dpbusd_epi32(init, _mm512_load_si512(xp.qs), wq);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_load_ps(xp.d)), acc[t]);
     }
   }
@@ -507,11 +507,10 @@ void gemm_pairs(const void* w, int64_t cols, const QBlock8* x, int n, float* __r
   const int64_t chunk = std::max<int64_t>(1, kChunkBytes / rb);
   chunked_token_passes<kXPairTokens>(n, r0, r1, chunk, [&](int i0, int nt, int64_t a, int64_t e) {
     with_token_count(nt, [&](auto T) {
-      float out[T];
-      for (int64_t r = a; r < e; ++r) {
-        pair_tile<Dec, T>(static_cast<const uint8_t*>(w) + r * rb, np, packed + i0 * np, out);
-        for (int t = 0; t < T; ++t) y[(i0 + t) * ldy + r] = out[t];
-      }
+      sliced_rows<T>(np, blocks_per_l1_slice(np, T * sizeof(XPair)), y + i0 * ldy, ldy, a, e,
+                     [&](int64_t r, int64_t p0, int64_t p1, float* out) {
+                       pair_tile<Dec, T>(static_cast<const uint8_t*>(w) + r * rb, p0, p1, packed + i0 * np, np, out);
+                     });
     });
   });
 }

@@ -29,22 +29,6 @@ alignas(32) inline constexpr int8_t kPair16[4][32] = {
 // Bytes 8..15 (the eight Q4_K mins) each twice: min j against bsums 2j and 2j + 1.
 alignas(16) inline constexpr int8_t kMinsTwice[16] = {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15};
 
-// Q4_K / Q5_K: the 12 packed scale bytes (read as 16: the block continues) -> bytes 0..7 = the 8
-// six-bit scales, 8..15 = the 8 mins, as qs_k4_scales_mins but in vector registers: the scalar
-// version's round trip through memory sat on every block's critical path.
-inline __m128i k2_scales_mins(const uint8_t* s12) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s12));
-  const __m128i lo6 = _mm_and_si128(v, _mm_set1_epi8(0x3F));                          // sc0-3 | m0-3
-  const __m128i top = _mm_and_si128(_mm_srli_epi16(v, 2), _mm_set1_epi8(0x30));        // their bits 6-7 at 4-5
-  const __m128i nlo = _mm_and_si128(v, _mm_set1_epi8(0x0F));                           // bytes 8-11: sc4-7 low
-  const __m128i nhi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));        // bytes 8-11: m4-7 low
-  const __m128i a = _mm_shuffle_epi8(lo6, _mm_setr_epi8(0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1));
-  const __m128i b = _mm_shuffle_epi8(top, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-  const __m128i c = _mm_shuffle_epi8(nlo, _mm_setr_epi8(-1, -1, -1, -1, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
-  const __m128i e = _mm_shuffle_epi8(nhi, _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 8, 9, 10, 11));
-  return _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, e));
-}
-
 inline __m256i k2_shuffle(__m256i v, const int8_t* idx) {
   return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(idx)));
 }
@@ -79,7 +63,7 @@ inline void k2_q45_tile(const void* row, int64_t nb, const QBlockK* x, int64_t x
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const Block& wb = w[b];
-    const __m128i sm = k2_scales_mins(wb.scales);                    // 8 scales, 8 mins (u8)
+    const __m128i sm = qs_k4_scales_mins(wb.scales);                 // 8 scales, 8 mins (u8)
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // sc0..7 in both lanes
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_load_si128(reinterpret_cast<const __m128i*>(kMinsTwice))));
     __m256i hb;
@@ -318,25 +302,20 @@ inline void k2_iq4xs_tile(const void* row, int64_t nb, const QBlockK* x, int64_t
 constexpr int kKTile = 4;
 constexpr int kKFewTokens = 8;
 
-template <class K, int T>
-inline void k2_rows(const uint8_t* w, int64_t rb, int64_t nb, const QBlockK* x, int64_t xs, float* __restrict y,
-                    int64_t ldy, int64_t r0, int64_t r1) {
-  float out[T];
-  for (int64_t r = r0; r < r1; ++r) {
-    K::template tile<T>(w + r * rb, nb, x, xs, out);
-    for (int t = 0; t < T; ++t) y[t * ldy + r] = out[t];
-  }
-}
-
 // Y[i][r] for rows [r0, r1): n <= kKFewTokens in one pass per row; more in row chunks x token tiles.
 template <class K>
 void k2_matmul(const void* w, int64_t cols, const float*, const void* xq, int n, float* __restrict y, int64_t ldy,
                int64_t r0, int64_t r1) {
   const auto* x = static_cast<const QBlockK*>(xq);
   const auto* base = static_cast<const uint8_t*>(w);
-  const int64_t nb = cols / kQKBlock, rb = dtype_row_bytes(K::kType, cols);
+  const int64_t nb = cols / kQKBlock, rb = dtype_row_bytes(K::kType, cols), bb = dtype_row_bytes(K::kType, kQKBlock);
   auto pass = [&](int t0, int nt, int64_t a, int64_t e) {
-    with_token_count(nt, [&](auto T) { k2_rows<K, T>(base, rb, nb, x + t0 * nb, nb, y + t0 * ldy, ldy, a, e); });
+    with_token_count(nt, [&](auto T) {
+      sliced_rows<T>(nb, blocks_per_l1_slice(nb, T * sizeof(QBlockK)), y + t0 * ldy, ldy, a, e,
+                     [&](int64_t r, int64_t b0, int64_t b1, float* out) {
+                       K::template tile<T>(base + r * rb + b0 * bb, b1 - b0, x + t0 * nb + b0, nb, out);
+                     });
+    });
   };
   if (n <= kKFewTokens) {
     pass(0, n, r0, r1);

@@ -90,9 +90,27 @@ inline __m512i qz_spread2(__m512i v16, int a, int b) { return qz_spread4(v16, a,
 inline __m512i qz_dot_scaled(__m512i u, __m512i s, __m512i sc16) {
   return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), sc16);
 }
-// acc + qz_dot_scaled(u, s, sc16) in one VNNI instruction (vpdpwssd, not saturating: the same sums).
-inline __m512i qz_dot_scaled_add(__m512i acc, __m512i u, __m512i s, __m512i sc16) {
-  return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u, s), sc16);
+// int16 scales for qz_dot4_scaled's packed sums: in every 128-bit lane k, words 0-3 take scale
+// lo[k] and words 4-7 hi[k] (lane k of the first and of the second packed zmm).
+inline __m512i qz_pack_scales(__m512i sc16, const int (&lo)[4], const int (&hi)[4]) {
+  auto lane = [&](int k) {
+    const short a = static_cast<short>(lo[k]), b = static_cast<short>(hi[k]);
+    return _mm_set_epi16(b, b, b, b, a, a, a, a);
+  };
+  const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(lane(1), lane(0))),
+                                         _mm256_set_m128i(lane(3), lane(2)), 1);
+  return _mm512_permutexvar_epi16(idx, sc16);
+}
+
+// sum over lanes of scale * (u . s) for four zmm of unsigned weights u (<= 63) and signed s: each
+// vpdpbusd's 4-element sums (|sum| <= 4 * 63 * 127 < 2^15) pack to int16 two zmm at a time and take
+// their sub-block scales (sc01, sc23, from qz_pack_scales) in one vpmaddwd / vpdpwssd: 6 multiplies
+// and 2 scale permutes per 256 elements, where vpmaddubsw + a scaling vpmaddwd per zmm took 8 and 4.
+inline __m512i qz_dot4_scaled(const __m512i (&u)[4], const __m512i (&s)[4], __m512i sc01, __m512i sc23) {
+  const __m512i z = _mm512_setzero_si512();
+  const __m512i p01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(z, u[0], s[0]), _mm512_dpbusd_epi32(z, u[1], s[1]));
+  const __m512i p23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(z, u[2], s[2]), _mm512_dpbusd_epi32(z, u[3], s[3]));
+  return _mm512_dpwssd_epi32(_mm512_madd_epi16(p01, sc01), p23, sc23);
 }
 
 // Q4_K rows . one QBlockK row: the activation super-block is repacked once into the nibble order
@@ -192,6 +210,7 @@ constexpr int kKTokens = 8;
 struct alignas(64) XK {
   __m512i q[4];
   __m256i sums;  // Q4_K: the 8 pair sums of bsums (int16, low half); Q6_K: the 16 bsums
+  float d;       // the block's scale (here, not in its QBlockK: one cache line less per block and token)
 };
 
 // XK scratch of this thread, grown to the largest shape seen (never per token).
@@ -202,14 +221,16 @@ inline XK* xk_scratch(size_t n) {
 }
 
 // Q4_K, and Q5_K with the fifth bit of element l of sub-block j at bit j of qh[l].
+// out[t] = blocks [b0, b1) of row . token t, whose blocks are xk[t * xs + b].
 template <int T, class Block>
-inline void q45_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t row_bytes) {
+inline void q45_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, int64_t xs, float* out,
+                         int64_t row_bytes) {
   constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     const Block& w = static_cast<const Block*>(row)[b];
     for (size_t l = 0; l < sizeof(Block); l += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes + l, _MM_HINT_T0);
@@ -218,8 +239,8 @@ inline void q45_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlock
     const __m512i sc16 = _mm512_castsi256_si512(sm16);
     const __m128i mins8 = _mm256_extracti128_si256(sm16, 1);
     const __m512i z0 = _mm512_loadu_si512(w.qs), z1 = _mm512_loadu_si512(w.qs + 64);
-    __m512i q0 = _mm512_and_si512(z0, low4), q1 = _mm512_and_si512(_mm512_srli_epi16(z0, 4), low4);
-    __m512i q2 = _mm512_and_si512(z1, low4), q3 = _mm512_and_si512(_mm512_srli_epi16(z1, 4), low4);
+    __m512i q[4] = {_mm512_and_si512(z0, low4), _mm512_and_si512(_mm512_srli_epi16(z0, 4), low4),
+                    _mm512_and_si512(z1, low4), _mm512_and_si512(_mm512_srli_epi16(z1, 4), low4)};
     if constexpr (kFifthBit) {
       // q0 holds sub-blocks 0 | 2 (bytes 0-31 | 32-63), q1 1 | 3, q2 4 | 6, q3 5 | 7.
       const __m512i h = qz_pair(w.qh, w.qh), bit16 = _mm512_set1_epi8(0x10);
@@ -228,25 +249,22 @@ inline void q45_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlock
                                                 _mm256_set1_epi8(static_cast<char>(1 << hi)), 1);
         return _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bits), bit16);
       };
-      q0 = _mm512_or_si512(q0, fifth(0, 2));
-      q1 = _mm512_or_si512(q1, fifth(1, 3));
-      q2 = _mm512_or_si512(q2, fifth(4, 6));
-      q3 = _mm512_or_si512(q3, fifth(5, 7));
+      q[0] = _mm512_or_si512(q[0], fifth(0, 2));
+      q[1] = _mm512_or_si512(q[1], fifth(1, 3));
+      q[2] = _mm512_or_si512(q[2], fifth(4, 6));
+      q[3] = _mm512_or_si512(q[3], fifth(5, 7));
     }
-    const __m512i s0 = qz_spread2(sc16, 0, 2), s1 = qz_spread2(sc16, 1, 3);
-    const __m512i s2 = qz_spread2(sc16, 4, 6), s3 = qz_spread2(sc16, 5, 7);
+    // Lanes 0-1 of q[0] | q[1] hold sub-blocks 0 | 1, lanes 2-3 hold 2 | 3; q[2] | q[3]: 4-7 alike.
+    const __m512i sc01 = qz_pack_scales(sc16, {0, 0, 2, 2}, {1, 1, 3, 3});
+    const __m512i sc23 = qz_pack_scales(sc16, {4, 4, 6, 6}, {5, 5, 7, 7});
     const float d = _cvtsh_ss(w.d), dmin = _cvtsh_ss(w.dmin);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const XK& xt = xk[t * nb + b];
-      __m512i sumi = qz_dot_scaled(q0, xt.q[0], s0);
-      sumi = qz_dot_scaled_add(sumi, q1, xt.q[1], s1);
-      sumi = qz_dot_scaled_add(sumi, q2, xt.q[2], s2);
-      sumi = qz_dot_scaled_add(sumi, q3, xt.q[3], s3);
+      const XK& xt = xk[t * xs + b];
+      const __m512i sumi = qz_dot4_scaled(q, xt.q, sc01, sc23);
       const __m128i mins = _mm_madd_epi16(_mm256_castsi256_si128(xt.sums), mins8);
-      const float xd = x[t * nb + b].d;
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xd), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi128_si512(mins)), _mm512_set1_ps(dmin * xd), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xt.d), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi128_si512(mins)), _mm512_set1_ps(dmin * xt.d), acc[t]);
     }
   }
 #pragma GCC unroll 8
@@ -254,12 +272,13 @@ inline void q45_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlock
 }
 
 template <int T>
-inline void q6_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t row_bytes) {
+inline void q6_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, int64_t xs, float* out,
+                        int64_t row_bytes) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     const BlockQ6_K& w = static_cast<const BlockQ6_K*>(row)[b];
     const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes;
     for (int l = 0; l < 4; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
@@ -273,19 +292,17 @@ inline void q6_K_tokens(const void* row, int64_t nb, const XK* xk, const QBlockK
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), _mm512_and_si512(hb, bits45)),
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
                         _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45))};
-    const __m512i sc[4] = {qz_spread4(sc16, 0, 1, 8, 9), qz_spread4(sc16, 2, 3, 10, 11),
-                           qz_spread4(sc16, 4, 5, 12, 13), qz_spread4(sc16, 6, 7, 14, 15)};
+    // 128-bit lane k of q[s] holds sub-block 2s, 2s + 1, 8 + 2s, 9 + 2s (k = 0..3).
+    const __m512i sc01 = qz_pack_scales(sc16, {0, 1, 8, 9}, {2, 3, 10, 11});
+    const __m512i sc23 = qz_pack_scales(sc16, {4, 5, 12, 13}, {6, 7, 14, 15});
     const float d = _cvtsh_ss(w.d);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const XK& xt = xk[t * nb + b];
-      __m512i sumi = qz_dot_scaled(q[0], xt.q[0], sc[0]);
-      sumi = qz_dot_scaled_add(sumi, q[1], xt.q[1], sc[1]);
-      sumi = qz_dot_scaled_add(sumi, q[2], xt.q[2], sc[2]);
-      sumi = qz_dot_scaled_add(sumi, q[3], xt.q[3], sc[3]);
+      const XK& xt = xk[t * xs + b];
+      __m512i sumi = qz_dot4_scaled(q, xt.q, sc01, sc23);
       const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(xt.sums, sc16y), 5);  // 32 * sc_j * bsums_j
       sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * x[t * nb + b].d), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xt.d), acc[t]);
     }
   }
 #pragma GCC unroll 8
@@ -303,11 +320,10 @@ void k_tokens_matmul(const void* w, int64_t cols, const QBlockK* x, int n, float
   for (int64_t i = 0; i < n * nb; ++i) K::pack(x[i], xk[i]);
   auto pass = [&](int t0, int nt, int64_t a, int64_t e) {
     with_token_count(nt, [&](auto T) {
-      float out[T];
-      for (int64_t r = a; r < e; ++r) {
-        K::template tokens<T>(static_cast<const uint8_t*>(w) + r * rb, nb, xk + t0 * nb, x + t0 * nb, out, rb);
-        for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r] = out[t];
-      }
+      sliced_rows<T>(nb, blocks_per_l1_slice(nb, T * sizeof(XK)), y + t0 * ldy, ldy, a, e,
+                     [&](int64_t r, int64_t b0, int64_t b1, float* out) {
+                       K::template tokens<T>(static_cast<const uint8_t*>(w) + r * rb, b0, b1, xk + t0 * nb, nb, out, rb);
+                     });
     });
   };
   if (n <= kKTokens) {
@@ -340,18 +356,19 @@ struct Q4_KKernel512 : Q4_KKernel, TokenTiles<Q4_KKernel512> {
     const __m256i pairs32 = _mm256_madd_epi16(qs_load(xb.bsums), _mm256_set1_epi16(1));
     o.sums = _mm256_zextsi128_si256(
         _mm_packs_epi32(_mm256_castsi256_si128(pairs32), _mm256_extracti128_si256(pairs32, 1)));
+    o.d = xb.d;
   }
   template <int T>
-  static void tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t rb) {
-    q45_K_tokens<T, BlockQ4_K>(row, nb, xk, x, out, rb);
+  static void tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, int64_t xs, float* out, int64_t rb) {
+    q45_K_tokens<T, BlockQ4_K>(row, b0, b1, xk, xs, out, rb);
   }
 };
 struct Q5_KKernel512 : Q5_KKernel, TokenTiles<Q5_KKernel512> {
   static constexpr bool kFewTokensDecode = true;  // no 512-bit GEMV of its own: one token runs here too
   static void pack(const QBlockK& xb, XK& o) { Q4_KKernel512::pack(xb, o); }  // the same nibble order
   template <int T>
-  static void tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t rb) {
-    q45_K_tokens<T, BlockQ5_K>(row, nb, xk, x, out, rb);
+  static void tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, int64_t xs, float* out, int64_t rb) {
+    q45_K_tokens<T, BlockQ5_K>(row, b0, b1, xk, xs, out, rb);
   }
 };
 struct Q6_KKernel512 : Q6_KKernel, TokenTiles<Q6_KKernel512> {
@@ -362,10 +379,11 @@ struct Q6_KKernel512 : Q6_KKernel, TokenTiles<Q6_KKernel512> {
   static void pack(const QBlockK& xb, XK& o) {
     for (int s = 0; s < 4; ++s) o.q[s] = qz_pair(xb.qs + 32 * s, xb.qs + 128 + 32 * s);
     o.sums = qs_load(xb.bsums);
+    o.d = xb.d;
   }
   template <int T>
-  static void tokens(const void* row, int64_t nb, const XK* xk, const QBlockK* x, float* out, int64_t rb) {
-    q6_K_tokens<T>(row, nb, xk, x, out, rb);
+  static void tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, int64_t xs, float* out, int64_t rb) {
+    q6_K_tokens<T>(row, b0, b1, xk, xs, out, rb);
   }
 };
 

@@ -41,18 +41,20 @@ inline int32_t qs_hsum_epi32(__m256i v) {
 
 inline __m256i qs_load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// Q4_K / Q5_K: the 12 packed bytes -> bytes 0..7 = the 8 six-bit scales, 8..15 = the 8 mins (as
-// k4_scale_min, with 32-bit word operations).
+// Q4_K / Q5_K: the 12 packed scale bytes (read as 16: the block continues) -> bytes 0..7 = the 8
+// six-bit scales, 8..15 = the 8 mins, in vector registers: a scalar version's round trip through
+// memory sat on every block's critical path.
 inline __m128i qs_k4_scales_mins(const uint8_t* s12) {
-  uint32_t u[4];
-  std::memcpy(u, s12, 12);
-  const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
-  const uint32_t mins_lo = u[1] & m6;
-  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
-  u[2] = mins_lo;
-  u[0] &= m6;
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s12));
+  const __m128i lo6 = _mm_and_si128(v, _mm_set1_epi8(0x3F));                          // sc0-3 | m0-3
+  const __m128i top = _mm_and_si128(_mm_srli_epi16(v, 2), _mm_set1_epi8(0x30));        // their bits 6-7 at 4-5
+  const __m128i nlo = _mm_and_si128(v, _mm_set1_epi8(0x0F));                           // bytes 8-11: sc4-7 low
+  const __m128i nhi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));        // bytes 8-11: m4-7 low
+  const __m128i a = _mm_shuffle_epi8(lo6, _mm_setr_epi8(0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1));
+  const __m128i b = _mm_shuffle_epi8(top, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i c = _mm_shuffle_epi8(nlo, _mm_setr_epi8(-1, -1, -1, -1, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m128i e = _mm_shuffle_epi8(nhi, _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 8, 9, 10, 11));
+  return _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, e));
 }
 
 // Byte mask of the bytes of v that have bit `bit` set, as `val` there and 0 elsewhere.

@@ -91,6 +91,34 @@ inline void chunked_token_passes(int n, int64_t r0, int64_t r1, int64_t chunk, F
   }
 }
 
+// Blocks per slice of a row for a pass whose activations take tile_block_bytes per block (all its
+// tokens): the whole row while they fit in ~24 KB of L1 beside the streaming weights, else the fewest
+// even slices that do.
+inline int64_t blocks_per_l1_slice(int64_t nb, int64_t tile_block_bytes) {
+  constexpr int64_t kL1Bytes = 24 * 1024;
+  const int64_t most = kL1Bytes / tile_block_bytes > 1 ? kL1Bytes / tile_block_bytes : 1;
+  const int64_t slices = (nb + most - 1) / most;
+  return (nb + slices - 1) / slices;
+}
+
+// y[t * ldy + r] = row r . token t (t < T) for rows [a, e), through tile(r, b0, b1, out), which sums
+// blocks [b0, b1) of a row: slice by slice (blocks_per_l1_slice), every row passing over a slice of
+// the tokens' activations while it is in L1. Wide rows need it: 8 tokens of Phi-4-mini's 8192-column
+// down projection are 80 KB of Q4_K activations, which came from L2 for every row, and its 128-token
+// tiles ran at half the speed of the 3072-column ones (Zen 5, 2026-12-02).
+template <int T, class Tile>
+inline void sliced_rows(int64_t nb, int64_t slice, float* __restrict y, int64_t ldy, int64_t a, int64_t e,
+                        Tile&& tile) {
+  float out[T];
+  for (int64_t b0 = 0; b0 < nb; b0 += slice) {
+    const int64_t b1 = b0 + slice < nb ? b0 + slice : nb;
+    for (int64_t r = a; r < e; ++r) {
+      tile(r, b0, b1, out);
+      for (int t = 0; t < T; ++t) y[t * ldy + r] = (b0 == 0 ? 0.0f : y[t * ldy + r]) + out[t];
+    }
+  }
+}
+
 // The same tiles over quantised activations (about a byte per element: a 128-token prefill's fit
 // in L2) for more than one token block: rows in chunks of ~48 KB of weights, every token block
 // passing over a chunk while it is in L2, so a prefill streams the weights from memory once, not

@@ -293,8 +293,9 @@ TEST_P(QuantKernelsTest, MatmulMatchesReference) {
 TEST_P(QuantKernelsTest, MatmulManyTokensMatchesReference) {
   for (DType t : kNewTypes) {
     const bool qk = uses_q8k_activations(t);
-    const int64_t rows = 200, cols = 1024, r0 = 5;
-    for (int n : {13, 35}) {
+    // 6144 columns: 8 tokens' activations outgrow L1 and the tiles run in column slices (sliced_rows).
+    const int64_t rows = 200, r0 = 5;
+    for (const auto& [n, cols] : {std::pair<int, int64_t>{13, 1024}, {35, 1024}, {35, 6144}}) {
       const auto w = random_blocks(t, rows, cols, static_cast<uint32_t>(7 * n + 1));
       const auto x = random_floats(static_cast<size_t>(n * cols), static_cast<uint32_t>(11 + n));
       std::vector<QBlock8> xq(static_cast<size_t>(n * cols / kQBlock));
@@ -319,7 +320,7 @@ TEST_P(QuantKernelsTest, MatmulManyTokensMatchesReference) {
             continue;
           }
           ASSERT_LE(std::fabs(e - a), 4e-3 + 2e-5 * std::fabs(e))
-              << "matmul " << dtype_name(t) << " [" << isa_name(GetParam()) << "] n=" << n << " token " << i
+              << "matmul " << dtype_name(t) << " [" << isa_name(GetParam()) << "] n=" << n << " cols=" << cols << " token " << i
               << " row " << r << ": expected " << e << " actual " << a;
         }
       }
