@@ -78,18 +78,6 @@ inline __m512i qz_pair(const void* lo, const void* hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(qs_load(lo)), qs_load(hi), 1);
 }
 
-// 32 int16 lanes from the int16 lanes a, b, c, d of v16 (8 lanes each, in that order).
-inline __m512i qz_spread4(__m512i v16, int a, int b, int c, int d) {
-  auto s = [](int i) { return _mm_set1_epi16(static_cast<short>(i)); };
-  const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(s(b), s(a))), _mm256_set_m128i(s(d), s(c)), 1);
-  return _mm512_permutexvar_epi16(idx, v16);
-}
-inline __m512i qz_spread2(__m512i v16, int a, int b) { return qz_spread4(v16, a, a, b, b); }
-
-// u8 * s8 dot with int16 per-pair scales (u <= 63: maddubs pairs stay in int16), as int32.
-inline __m512i qz_dot_scaled(__m512i u, __m512i s, __m512i sc16) {
-  return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), sc16);
-}
 // int16 scales for qz_dot4_scaled's packed sums: in every 128-bit lane k, words 0-3 take scale
 // lo[k] and words 4-7 hi[k] (lane k of the first and of the second packed zmm).
 inline __m512i qz_pack_scales(__m512i sc16, const int (&lo)[4], const int (&hi)[4]) {
@@ -113,83 +101,140 @@ inline __m512i qz_dot4_scaled(const __m512i (&u)[4], const __m512i (&s)[4], __m5
   return _mm512_dpwssd_epi32(_mm512_madd_epi16(p01, sc01), p23, sc23);
 }
 
-// Q4_K rows . one QBlockK row: the activation super-block is repacked once into the nibble order
-// of two zmm of weights (low nibbles: sub-blocks 0, 2 | 4, 6; high: 1, 3 | 5, 7) and shared by R rows.
+// A Q4_K / Q5_K weight super-block decoded once for qz_dot4_scaled: its nibbles (and fifth bits) in
+// the activations' order (low nibbles: sub-blocks 0, 2 | 4, 6; high: 1, 3 | 5, 7), their packed
+// scales, the 8 mins as int16 and (d, dmin) as floats in one conversion.
+template <class Block>
+struct K45Block {
+  __m512i q[4], sc01, sc23;
+  __m128i mins8;
+  __m128 dd;  // d, dmin, 0, 0
+
+  explicit K45Block(const Block& w) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m128i sm = qs_k4_scales_mins(w.scales);
+    const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+    mins8 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    const __m512i z0 = _mm512_loadu_si512(w.qs), z1 = _mm512_loadu_si512(w.qs + 64);
+    q[0] = _mm512_and_si512(z0, low4);
+    q[1] = _mm512_and_si512(_mm512_srli_epi16(z0, 4), low4);
+    q[2] = _mm512_and_si512(z1, low4);
+    q[3] = _mm512_and_si512(_mm512_srli_epi16(z1, 4), low4);
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) {  // bit j of qh[l]: element l of sub-block j
+      const __m512i h = qz_pair(w.qh, w.qh), bit16 = _mm512_set1_epi8(0x10);
+      auto fifth = [&](int lo, int hi) {
+        const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << lo)),
+                                                _mm256_set1_epi8(static_cast<char>(1 << hi)), 1);
+        return _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bits), bit16);
+      };
+      q[0] = _mm512_or_si512(q[0], fifth(0, 2));
+      q[1] = _mm512_or_si512(q[1], fifth(1, 3));
+      q[2] = _mm512_or_si512(q[2], fifth(4, 6));
+      q[3] = _mm512_or_si512(q[3], fifth(5, 7));
+    }
+    // Lanes 0-1 of q[0] | q[1] hold sub-blocks 0 | 1, lanes 2-3 hold 2 | 3; q[2] | q[3]: 4-7 alike.
+    sc01 = qz_pack_scales(sc16, {0, 0, 2, 2}, {1, 1, 3, 3});
+    sc23 = qz_pack_scales(sc16, {4, 4, 6, 6}, {5, 5, 7, 7});
+    uint32_t d2;
+    std::memcpy(&d2, &w.d, 4);  // d, dmin: adjacent f16
+    dd = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d2)));
+  }
+};
+
+// The activation super-block in K45Block's order (Q4_K's and Q5_K's XK).
+inline void k45_pack(const QBlockK& xb, __m512i (&q)[4], __m128i& pair_sums) {
+  q[0] = qz_pair(xb.qs, xb.qs + 64);
+  q[1] = qz_pair(xb.qs + 32, xb.qs + 96);
+  q[2] = qz_pair(xb.qs + 128, xb.qs + 192);
+  q[3] = qz_pair(xb.qs + 160, xb.qs + 224);
+  // bsums of the 8 sub-blocks of 32 as int16 (|sum| <= 32 * 127).
+  const __m256i pairs32 = _mm256_madd_epi16(qs_load(xb.bsums), _mm256_set1_epi16(1));
+  pair_sums = _mm_packs_epi32(_mm256_castsi256_si128(pairs32), _mm256_extracti128_si256(pairs32, 1));
+}
+
+// Q4_K rows . one QBlockK row: the activation super-block is repacked once (k45_pack) and shared by R rows.
 template <int R>
 inline void q4_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, float* out, int64_t row_bytes) {
   const int64_t nb = cols / kQKBlock;
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const QBlockK& xb = x[b];
-    const __m512i xa = qz_pair(xb.qs, xb.qs + 64), xbb = qz_pair(xb.qs + 32, xb.qs + 96);
-    const __m512i xc = qz_pair(xb.qs + 128, xb.qs + 192), xd = qz_pair(xb.qs + 160, xb.qs + 224);
-    // bsums of the 8 sub-blocks of 32 as int16 (|sum| <= 32 * 127).
-    const __m256i pairs32 = _mm256_madd_epi16(qs_load(xb.bsums), _mm256_set1_epi16(1));
-    const __m128i bpairs = _mm_packs_epi32(_mm256_castsi256_si128(pairs32), _mm256_extracti128_si256(pairs32, 1));
+    __m512i xq[4];
+    __m128i bpairs;
+    k45_pack(x[b], xq, bpairs);
+    const __m128 xd = _mm_set1_ps(x[b].d);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const BlockQ4_K& w = static_cast<const BlockQ4_K*>(rows[r])[b];
       _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes, _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes + 64, _MM_HINT_T0);
-      const __m256i sm16 = _mm256_cvtepu8_epi16(qs_k4_scales_mins(w.scales));  // 8 scales, 8 mins
-      const __m512i sc16 = _mm512_castsi256_si512(sm16);
-      const __m512i z0 = _mm512_loadu_si512(w.qs), z1 = _mm512_loadu_si512(w.qs + 64);
-      __m512i sumi = qz_dot_scaled(_mm512_and_si512(z0, low4), xa, qz_spread2(sc16, 0, 2));
-      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(_mm512_and_si512(_mm512_srli_epi16(z0, 4), low4), xbb, qz_spread2(sc16, 1, 3)));
-      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(_mm512_and_si512(z1, low4), xc, qz_spread2(sc16, 4, 6)));
-      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(_mm512_and_si512(_mm512_srli_epi16(z1, 4), low4), xd, qz_spread2(sc16, 5, 7)));
-      const __m128i mins = _mm_madd_epi16(bpairs, _mm256_extracti128_si256(sm16, 1));  // sum_j m_j * pair_j
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(w.d) * xb.d), acc[r]);
-      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi128_si512(mins)), _mm512_set1_ps(_cvtsh_ss(w.dmin) * xb.d), acc[r]);
+      const K45Block<BlockQ4_K> wb(w);
+      const __m512i sumi = qz_dot4_scaled(wb.q, xq, wb.sc01, wb.sc23);
+      const __m128i mins = _mm_madd_epi16(bpairs, wb.mins8);  // sum_j m_j * pair_j
+      const __m128 f = _mm_mul_ps(wb.dd, xd);                  // d * xd, dmin * xd
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_broadcastss_ps(f), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi128_si512(mins)),
+                                _mm512_broadcastss_ps(_mm_movehdup_ps(f)), acc[r]);
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-// Q6_K rows . one QBlockK row: zmm s (0..3) holds elements 32s.. of both 128-halves; the -32 offset
-// is folded in exactly through bsums (32 * sum_j sc_j * bsums_j in int32).
+// A Q6_K weight super-block decoded once for qz_dot4_scaled: zmm s (0..3) holds elements 32s.. of
+// both 128-halves (128-bit lane k: sub-block 2s, 2s + 1, 8 + 2s, 9 + 2s), as unsigned 6-bit values;
+// the -32 offset is folded in exactly through the activations' bsums (dot()).
+struct K6Block {
+  __m512i q[4], sc01, sc23;
+  __m256i sc16y;  // the 16 scales as int16
+  float d;
+
+  explicit K6Block(const BlockQ6_K& w) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i l0 = qz_pair(w.ql, w.ql + 64), l1 = qz_pair(w.ql + 32, w.ql + 96);
+    const __m512i hb = _mm512_loadu_si512(w.qh);
+    sc16y = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+    q[0] = _mm512_or_si512(_mm512_and_si512(l0, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
+    q[1] = _mm512_or_si512(_mm512_and_si512(l1, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
+    q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), _mm512_and_si512(hb, bits45));
+    q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
+                           _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
+    const __m512i sc16 = _mm512_castsi256_si512(sc16y);
+    sc01 = qz_pack_scales(sc16, {0, 1, 8, 9}, {2, 3, 10, 11});
+    sc23 = qz_pack_scales(sc16, {4, 5, 12, 13}, {6, 7, 14, 15});
+    d = _cvtsh_ss(w.d);
+  }
+  // sum_j sc_j * (q - 32) . x over the block, in int32 lanes, for activations xq (k6_pack) with bsums.
+  __m512i dot(const __m512i (&xq)[4], __m256i bsums) const {
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16y), 5);  // 32 * sc_j * bsums_j
+    return _mm512_sub_epi32(qz_dot4_scaled(q, xq, sc01, sc23), _mm512_zextsi256_si512(off));
+  }
+};
+
+// The activation super-block in K6Block's order (Q6_K's XK).
+inline void k6_pack(const QBlockK& xb, __m512i (&q)[4]) {
+  for (int s = 0; s < 4; ++s) q[s] = qz_pair(xb.qs + 32 * s, xb.qs + 128 + 32 * s);
+}
+
+// Q6_K rows . one QBlockK row: the activation super-block repacked once (k6_pack) for R rows.
 template <int R>
 inline void q6_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, float* out, int64_t row_bytes) {
   const int64_t nb = cols / kQKBlock;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const QBlockK& xb = x[b];
-    __m512i xs[4];
-    for (int s = 0; s < 4; ++s) xs[s] = qz_pair(xb.qs + 32 * s, xb.qs + 128 + 32 * s);
-    const __m256i bsums = qs_load(xb.bsums);
+    __m512i xq[4];
+    k6_pack(x[b], xq);
+    const __m256i bsums = qs_load(x[b].bsums);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const BlockQ6_K& w = static_cast<const BlockQ6_K*>(rows[r])[b];
       const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes;
-      _mm_prefetch(next, _MM_HINT_T0);
-      _mm_prefetch(next + 64, _MM_HINT_T0);
-      _mm_prefetch(next + 128, _MM_HINT_T0);
-      _mm_prefetch(next + 192, _MM_HINT_T0);
-      const __m512i l0 = qz_pair(w.ql, w.ql + 64), l1 = qz_pair(w.ql + 32, w.ql + 96);
-      const __m512i hb = _mm512_loadu_si512(w.qh);
-      const __m256i sc16y = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
-      const __m512i sc16 = _mm512_castsi256_si512(sc16y);
-      // Scales of the 16-element quarters of zmm s: sub-blocks 2s, 2s + 1 (first half), 8 + 2s, 9 + 2s.
-      auto scales = [&](int s) { return qz_spread4(sc16, 2 * s, 2 * s + 1, 8 + 2 * s, 9 + 2 * s); };
-      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(l0, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
-      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(l1, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
-      const __m512i q2 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), _mm512_and_si512(hb, bits45));
-      const __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
-                                         _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
-      __m512i sumi = qz_dot_scaled(q0, xs[0], scales(0));
-      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(q1, xs[1], scales(1)));
-      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(q2, xs[2], scales(2)));
-      sumi = _mm512_add_epi32(sumi, qz_dot_scaled(q3, xs[3], scales(3)));
-      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16y), 5);  // 32 * sc_j * bsums_j
-      sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(w.d) * xb.d), acc[r]);
+      for (int l = 0; l < 4; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
+      const K6Block wb(w);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(wb.dot(xq, bsums)), _mm512_set1_ps(wb.d * x[b].d), acc[r]);
     }
   }
 #pragma GCC unroll 8
@@ -225,8 +270,6 @@ inline XK* xk_scratch(size_t n) {
 template <int T, class Block>
 inline void q45_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, int64_t xs, float* out,
                          int64_t row_bytes) {
-  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -235,34 +278,13 @@ inline void q45_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, 
     for (size_t l = 0; l < sizeof(Block); l += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes + l, _MM_HINT_T0);
     }
-    const __m256i sm16 = _mm256_cvtepu8_epi16(qs_k4_scales_mins(w.scales));
-    const __m512i sc16 = _mm512_castsi256_si512(sm16);
-    const __m128i mins8 = _mm256_extracti128_si256(sm16, 1);
-    const __m512i z0 = _mm512_loadu_si512(w.qs), z1 = _mm512_loadu_si512(w.qs + 64);
-    __m512i q[4] = {_mm512_and_si512(z0, low4), _mm512_and_si512(_mm512_srli_epi16(z0, 4), low4),
-                    _mm512_and_si512(z1, low4), _mm512_and_si512(_mm512_srli_epi16(z1, 4), low4)};
-    if constexpr (kFifthBit) {
-      // q0 holds sub-blocks 0 | 2 (bytes 0-31 | 32-63), q1 1 | 3, q2 4 | 6, q3 5 | 7.
-      const __m512i h = qz_pair(w.qh, w.qh), bit16 = _mm512_set1_epi8(0x10);
-      auto fifth = [&](int lo, int hi) {
-        const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << lo)),
-                                                _mm256_set1_epi8(static_cast<char>(1 << hi)), 1);
-        return _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bits), bit16);
-      };
-      q[0] = _mm512_or_si512(q[0], fifth(0, 2));
-      q[1] = _mm512_or_si512(q[1], fifth(1, 3));
-      q[2] = _mm512_or_si512(q[2], fifth(4, 6));
-      q[3] = _mm512_or_si512(q[3], fifth(5, 7));
-    }
-    // Lanes 0-1 of q[0] | q[1] hold sub-blocks 0 | 1, lanes 2-3 hold 2 | 3; q[2] | q[3]: 4-7 alike.
-    const __m512i sc01 = qz_pack_scales(sc16, {0, 0, 2, 2}, {1, 1, 3, 3});
-    const __m512i sc23 = qz_pack_scales(sc16, {4, 4, 6, 6}, {5, 5, 7, 7});
-    const float d = _cvtsh_ss(w.d), dmin = _cvtsh_ss(w.dmin);
+    const K45Block<Block> wb(w);
+    const float d = _mm_cvtss_f32(wb.dd), dmin = _mm_cvtss_f32(_mm_movehdup_ps(wb.dd));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const XK& xt = xk[t * xs + b];
-      const __m512i sumi = qz_dot4_scaled(q, xt.q, sc01, sc23);
-      const __m128i mins = _mm_madd_epi16(_mm256_castsi256_si128(xt.sums), mins8);
+      const __m512i sumi = qz_dot4_scaled(wb.q, xt.q, wb.sc01, wb.sc23);
+      const __m128i mins = _mm_madd_epi16(_mm256_castsi256_si128(xt.sums), wb.mins8);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xt.d), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi128_si512(mins)), _mm512_set1_ps(dmin * xt.d), acc[t]);
     }
@@ -274,7 +296,6 @@ inline void q45_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, 
 template <int T>
 inline void q6_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, int64_t xs, float* out,
                         int64_t row_bytes) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -282,27 +303,11 @@ inline void q6_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, i
     const BlockQ6_K& w = static_cast<const BlockQ6_K*>(row)[b];
     const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes;
     for (int l = 0; l < 4; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
-    const __m512i l0 = qz_pair(w.ql, w.ql + 64), l1 = qz_pair(w.ql + 32, w.ql + 96);
-    const __m512i hb = _mm512_loadu_si512(w.qh);
-    const __m256i sc16y = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
-    const __m512i sc16 = _mm512_castsi256_si512(sc16y);
-    const __m512i q[4] = {
-        _mm512_or_si512(_mm512_and_si512(l0, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45)),
-        _mm512_or_si512(_mm512_and_si512(l1, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45)),
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), _mm512_and_si512(hb, bits45)),
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
-                        _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45))};
-    // 128-bit lane k of q[s] holds sub-block 2s, 2s + 1, 8 + 2s, 9 + 2s (k = 0..3).
-    const __m512i sc01 = qz_pack_scales(sc16, {0, 1, 8, 9}, {2, 3, 10, 11});
-    const __m512i sc23 = qz_pack_scales(sc16, {4, 5, 12, 13}, {6, 7, 14, 15});
-    const float d = _cvtsh_ss(w.d);
+    const K6Block wb(w);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const XK& xt = xk[t * xs + b];
-      __m512i sumi = qz_dot4_scaled(q, xt.q, sc01, sc23);
-      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(xt.sums, sc16y), 5);  // 32 * sc_j * bsums_j
-      sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * xt.d), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(wb.dot(xt.q, xt.sums)), _mm512_set1_ps(wb.d * xt.d), acc[t]);
     }
   }
 #pragma GCC unroll 8
@@ -349,13 +354,9 @@ struct Q4_KKernel512 : Q4_KKernel, TokenTiles<Q4_KKernel512> {
     q4_K_rows<R>(r, cols, x, out, rb);
   }
   static void pack(const QBlockK& xb, XK& o) {
-    o.q[0] = qz_pair(xb.qs, xb.qs + 64);
-    o.q[1] = qz_pair(xb.qs + 32, xb.qs + 96);
-    o.q[2] = qz_pair(xb.qs + 128, xb.qs + 192);
-    o.q[3] = qz_pair(xb.qs + 160, xb.qs + 224);
-    const __m256i pairs32 = _mm256_madd_epi16(qs_load(xb.bsums), _mm256_set1_epi16(1));
-    o.sums = _mm256_zextsi128_si256(
-        _mm_packs_epi32(_mm256_castsi256_si128(pairs32), _mm256_extracti128_si256(pairs32, 1)));
+    __m128i pair_sums;
+    k45_pack(xb, o.q, pair_sums);
+    o.sums = _mm256_zextsi128_si256(pair_sums);
     o.d = xb.d;
   }
   template <int T>
@@ -377,7 +378,7 @@ struct Q6_KKernel512 : Q6_KKernel, TokenTiles<Q6_KKernel512> {
     q6_K_rows<R>(r, cols, x, out, rb);
   }
   static void pack(const QBlockK& xb, XK& o) {
-    for (int s = 0; s < 4; ++s) o.q[s] = qz_pair(xb.qs + 32 * s, xb.qs + 128 + 32 * s);
+    k6_pack(xb, o.q);
     o.sums = qs_load(xb.bsums);
     o.d = xb.d;
   }
