@@ -168,7 +168,8 @@ inline void q4_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, f
     for (int r = 0; r < R; ++r) {
       const BlockQ4_K& w = static_cast<const BlockQ4_K*>(rows[r])[b];
       // The three lines a 144-byte block touches: with two, its third waited for the next block's
-      // prefetch, and an 87 MB Q4_K GEMV streamed 18 GB/s per thread; 25 with three (Zen 5, 2026-12-02).
+      // prefetch, and an 87 MB Q4_K GEMV streamed 18 GB/s per thread; 25 with three (Zen 5,
+      // 2026-12-02).
       const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes;
       for (int l = 0; l < 3; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
       const K45Block<BlockQ4_K> wb(w);
