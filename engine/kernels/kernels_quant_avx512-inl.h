@@ -167,11 +167,9 @@ inline void q4_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, f
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const BlockQ4_K& w = static_cast<const BlockQ4_K*>(rows[r])[b];
-      // The three lines a 144-byte block touches: with two, its third waited for the next block's
-      // prefetch, and an 87 MB Q4_K GEMV streamed 18 GB/s per thread; 25 with three (Zen 5,
-      // 2026-12-02).
-      const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes;
-      for (int l = 0; l < 3; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
+      // All lines of the 144-byte block: with two of its three, an 87 MB Q4_K GEMV streamed 18 GB/s
+      // per thread, 25 with all (Zen 5, 2026-12-02).
+      prefetch_lines<sizeof(BlockQ4_K)>(reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes);
       const K45Block<BlockQ4_K> wb(w);
       const __m512i sumi = qz_dot4_scaled(wb.q, xq, wb.sc01, wb.sc23);
       const __m128i mins = _mm_madd_epi16(bpairs, wb.mins8);  // sum_j m_j * pair_j
@@ -234,8 +232,7 @@ inline void q6_K_rows(const void* const* rows, int64_t cols, const QBlockK* x, f
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const BlockQ6_K& w = static_cast<const BlockQ6_K*>(rows[r])[b];
-      const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes;
-      for (int l = 0; l < 4; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
+      prefetch_lines<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(&w) + kPrefetchAhead * R * row_bytes);
       const K6Block wb(w);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(wb.dot(xq, bsums)), _mm512_set1_ps(wb.d * x[b].d), acc[r]);
     }
@@ -278,9 +275,7 @@ inline void q45_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, 
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = b0; b < b1; ++b) {
     const Block& w = static_cast<const Block*>(row)[b];
-    for (size_t l = 0; l < sizeof(Block); l += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes + l, _MM_HINT_T0);
-    }
+    prefetch_lines<sizeof(Block)>(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes);
     const K45Block<Block> wb(w);
     const float d = _mm_cvtss_f32(wb.dd), dmin = _mm_cvtss_f32(_mm_movehdup_ps(wb.dd));
 #pragma GCC unroll 8
@@ -304,8 +299,7 @@ inline void q6_K_tokens(const void* row, int64_t b0, int64_t b1, const XK* xk, i
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = b0; b < b1; ++b) {
     const BlockQ6_K& w = static_cast<const BlockQ6_K*>(row)[b];
-    const char* next = reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes;
-    for (int l = 0; l < 4; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
+    prefetch_lines<sizeof(BlockQ6_K)>(reinterpret_cast<const char*>(&w) + kPrefetchAhead * row_bytes);
     const K6Block wb(w);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
