@@ -36,7 +36,7 @@ template <size_t kBytes>
 [[gnu::always_inline]] inline void prefetch_lines(const char* p) {
 #pragma GCC unroll 8
   for (size_t off = 0; off < kBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
-  if constexpr (kBytes % 64 != 1) _mm_prefetch(p + kBytes - 1, _MM_HINT_T0);
+  _mm_prefetch(p + kBytes - 1, _MM_HINT_T0);
 }
 
 inline __mmask16 tail_mask(int64_t left) {
