@@ -17,8 +17,8 @@ namespace {
 // Attention work (multiply-adds) from which its units go to the pool. Lower than a matmul's
 // inline_macs: a unit is a whole head over the cached positions, so even a decode step's heads
 // split evenly, and a hand-off costs ~1 us. GPT-2 124M Q8_0 decode at 128-192 positions (12 heads,
-// 98-147K multiply-adds per layer, inline before): 305-320 -> 329-339 tok/s on Zen 5; no change at
-// 8-72 positions.
+// 98-147K multiply-adds per layer, inline before): 323-333 -> 332-348 tok/s (Zen 5, 2026-12-02); no
+// change at 8-72 positions.
 constexpr int64_t kAttentionInlineMacs = 16 * 1024;
 
 // Qwen3: RMSNorm over each of `rows` heads of head_dim values, in place (a no-op without the weight).
