@@ -81,7 +81,8 @@ CpuExecutor::CpuExecutor(const ModelConfig& cfg, const ModelWeights& weights, Th
 void CpuExecutor::run_layer(const LayerBatch& b) {
   const LayerWeights& L = w_.layers[static_cast<size_t>(b.layer)];
   Activations& a = *b.acts;
-  const int n = b.n, d = cfg_.d_model, d_ff = cfg_.d_ff;
+  const int d = cfg_.d_model, d_ff = cfg_.d_ff;
+  int n = b.n;
   const auto* attn_norm = static_cast<const float*>(L.attn_norm.data);
   const auto* ffn_norm = static_cast<const float*>(L.ffn_norm.data);
 
@@ -100,6 +101,12 @@ void CpuExecutor::run_layer(const LayerBatch& b) {
   mixers_[static_cast<size_t>(b.layer)]->mix(b);
   post_norm(L.attn_post_norm, a.proj.data(), n);
   add_residual(b.x, a.proj.data(), n, d);
+  // The last layer of a pass that only samples: the FFN runs for the rows the LM head reads.
+  if (b.select_rows) {
+    move_rows_to_front(b.x, d, b.out_rows);
+    n = static_cast<int>(b.out_rows.size());
+    if (n == 0) return;
+  }
   if (post_ln) {
     norm_rows(attn_norm, L.attn_norm_b, b.x, n, b.x);
     std::copy_n(b.x, static_cast<int64_t>(n) * d, a.xb.data());

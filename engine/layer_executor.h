@@ -2,6 +2,9 @@
 // layer for a batch of tokens (CPU kernels today, ANE programs later). No virtual calls below this.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <span>
 
 namespace anelm::engine {
@@ -29,7 +32,22 @@ struct LayerBatch {
   float* x = nullptr;             // [n][d_model] residual stream, updated in place
   Activations* acts = nullptr;    // scratch (x above may point into acts->x)
   std::span<const SeqRows> seqs;  // in row order, covering rows [0, n) exactly
+  // Set on a pass's last layer when the LM head is all that reads its output: only rows out_rows
+  // (ascending, possibly none) are read after it. The executor leaves row out_rows[i]'s output at
+  // row i of x and may skip the other rows' work after the token mixer (every row's K/V is written
+  // all the same). llama.cpp's graphs drop those rows there too (inp_out_ids).
+  bool select_rows = false;
+  std::span<const int> out_rows;
 };
+
+// Moves rows out_rows (ascending) of x [][d] to rows [0, out_rows.size()), in place: row
+// out_rows[i] >= i, so no row is overwritten before it is read.
+inline void move_rows_to_front(float* x, std::int64_t d, std::span<const int> out_rows) {
+  for (std::size_t i = 0; i < out_rows.size(); ++i) {
+    const std::int64_t from = out_rows[i], to = static_cast<std::int64_t>(i);
+    if (from != to) std::copy_n(x + from * d, d, x + to * d);
+  }
+}
 
 // fn(row, seq) for every row of [r0, r1) with the sequence it belongs to.
 template <typename Fn>

@@ -19,21 +19,15 @@ void Transformer::set_layer_executor(int layer, LayerExecutor* exec) {
   layers_[static_cast<size_t>(layer)] = exec ? exec : &cpu_;
 }
 
-void Transformer::logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out) {
+void Transformer::logits(Activations& acts, const float* x, int n, float* out) {
   const int d = cfg_.d_model;
-  const int m = rows.empty() ? n : static_cast<int>(rows.size());
-  auto row = [&](int i) { return x + static_cast<int64_t>(rows.empty() ? i : rows[static_cast<size_t>(i)]) * d; };
   if (head_) {
-    if (!rows.empty()) {  // the head reads contiguous rows: gather them (proj is free after the layers)
-      for (int i = 0; i < m; ++i) std::copy_n(row(i), d, acts.proj.data() + static_cast<int64_t>(i) * d);
-      x = acts.proj.data();
-    }
-    head_->logits(x, m, out);
+    head_->logits(x, n, out);
     return;
   }
-  for (int i = 0; i < m; ++i) output_norm(row(i), 1, acts.xb.data() + static_cast<int64_t>(i) * d);
+  output_norm(x, n, acts.xb.data());
   const LinearOut head[] = {{&w_.lm_head, out}};
-  parallel_linear(pool_, k_, acts.xb.data(), m, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
+  parallel_linear(pool_, k_, acts.xb.data(), n, d, head, acts.xq.data(), acts.xk.data(), inline_macs_);
 }
 
 void Transformer::classify(Activations& acts, const float* x, float* out) {
@@ -122,12 +116,16 @@ bool Transformer::step(const BatchStep& b, Activations& acts, const std::functio
       s.kv->set_recurrent_pos(-1);
     }
   }
+  // A pass that returns logits (not hidden states) needs only their rows out of the last layer.
+  const bool select = b.logits != nullptr;
   for (int l = 0; l < cfg_.n_layers; ++l) {
     if (abort && abort()) return false;
-    layers_[static_cast<size_t>(l)]->run_layer(LayerBatch{l, n, acts.x.data(), &acts, b.seqs});
+    const bool last = l == cfg_.n_layers - 1;
+    layers_[static_cast<size_t>(l)]->run_layer(
+        LayerBatch{l, n, acts.x.data(), &acts, b.seqs, select && last, last ? b.logit_rows : std::span<const int>{}});
   }
   for (const SeqRows& s : b.seqs) s.kv->set_recurrent_pos(s.pos + s.n);
-  if (!b.logit_rows.empty()) logits(acts, acts.x.data(), n, b.logit_rows, b.logits);
+  if (!b.logit_rows.empty()) logits(acts, acts.x.data(), static_cast<int>(b.logit_rows.size()), b.logits);
   return true;
 }
 
@@ -140,13 +138,12 @@ int Transformer::forward(std::span<const int> tokens, int pos, KvCache& kv, Acti
     const SeqRows seq{0, n, pos + done, &kv};
     const int last = n - 1;
     const bool final_chunk = done + n == n_total;
-    BatchStep b{tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(n)), {&seq, 1}, {}, nullptr};
-    if (final_chunk && !all_logits) {
-      b.logit_rows = {&last, 1};
-      b.logits = acts.logits.data();
-    }
+    // Without all_logits nothing reads the chunk's hidden states: an earlier chunk selects no rows.
+    BatchStep b{tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(n)), {&seq, 1}, {},
+                all_logits ? nullptr : acts.logits.data()};
+    if (final_chunk && !all_logits) b.logit_rows = {&last, 1};
     if (!step(b, acts, abort)) return done;
-    if (all_logits) logits(acts, acts.x.data(), n, {}, all_logits + static_cast<int64_t>(done) * cfg_.vocab_size);
+    if (all_logits) logits(acts, acts.x.data(), n, all_logits + static_cast<int64_t>(done) * cfg_.vocab_size);
     done += n;
     if (final_chunk && all_logits) {
       const float* src = all_logits + static_cast<int64_t>(n_total - 1) * cfg_.vocab_size;

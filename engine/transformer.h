@@ -29,7 +29,9 @@ class HeadExecutor {
 
 // One forward pass of continuous batching: rows [0, n) are tokens of one or more sequences (every
 // running decode plus prefill chunks), n <= acts.max_batch. Logits are computed for `logit_rows`
-// only (the last row of each sequence that samples next), into logits[i][vocab].
+// only (the last row of each sequence that samples next), into logits[i][vocab]. With `logits` set,
+// the pass's hidden states are not kept (the last layer's FFN runs for logit_rows alone); a caller
+// that reads acts.x afterwards (embeddings, every row's logits) passes logits = nullptr.
 struct BatchStep {
   std::span<const int> tokens;
   std::span<const SeqRows> seqs;     // in row order, covering [0, tokens.size())
@@ -77,8 +79,8 @@ class Transformer {
   void classify(Activations& acts, const float* x, float* out);
 
  private:
-  // out[i][vocab] = lm_head . rmsnorm(x[rows[i]]); rows empty: every one of the n rows of x.
-  void logits(Activations& acts, const float* x, int n, std::span<const int> rows, float* out);
+  // out[i][vocab] = lm_head . rmsnorm(x[i]) for the n rows of x.
+  void logits(Activations& acts, const float* x, int n, float* out);
   // GPT-2: x[t] += pos_embd[position of row t] for every row of the batch.
   void add_positions(const BatchStep& b, Activations& acts);
   // BERT: token type 0 added and the embeddings' LayerNorm, on the n rows of acts.x.

@@ -35,7 +35,9 @@ class Recorder final : public LayerExecutor {
     // The CPU layer scales layer 0's input (Gemma 3's sqrt(d) embeddings): the program sees it so.
     if (l == 0 && c_.embedding_scale != 1.0f)
       for (float& v : r_.x_in[l]) v *= c_.embedding_scale;
-    cpu_.run_layer(b);
+    LayerBatch every_row = b;  // the recording keeps each row's output
+    every_row.select_rows = false;
+    cpu_.run_layer(every_row);
     // What the CPU mixer fed its output projection: the (gated) attention output, or a DeltaNet
     // layer's gated-normed values; both stay in the scratch after the layer.
     const bool dn = c_.mixer(b.layer) == Mixer::kDeltaNet;
@@ -43,6 +45,7 @@ class Recorder final : public LayerExecutor {
     const auto width = static_cast<std::size_t>(ane_programs::ane_mixer_width(c_, b.layer));
     r_.att[l].assign(mixed.begin(), mixed.begin() + static_cast<long>(rows * width));
     if (b.layer == c_.n_layers - 1) r_.x_final.assign(b.x, b.x + rows * d);
+    if (b.select_rows) move_rows_to_front(b.x, static_cast<std::int64_t>(d), b.out_rows);
   }
 
  private:

@@ -103,7 +103,7 @@ AnePrescales calibrate_ane_prescales(const ModelConfig& cfg, const ModelWeights&
       in.amax *= cfg.embedding_scale;
       in.rms *= cfg.embedding_scale;
     }
-    cpu.run_layer(LayerBatch{l, n, acts.x.data(), &acts, {&seq, 1}});
+    cpu.run_layer(LayerBatch{l, n, acts.x.data(), &acts, {&seq, 1}, false, {}});
     out.add(acts.x.data(), n, d);
     Magnitude both{std::max(in.amax, out.amax), std::max(in.rms, out.rms)};
     s.attn.push_back(prescale_for(in, d));

@@ -175,6 +175,7 @@ class AneLayer final : public LayerExecutor {
       }
       t0 += m;
     }
+    if (b.select_rows) move_rows_to_front(b.x, d, b.out_rows);  // program B ran every row
   }
 
  private:

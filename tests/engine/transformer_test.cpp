@@ -41,6 +41,9 @@ std::vector<std::vector<float>> naive_logits(const ModelConfig& cfg, const Model
 struct FastRun {
   std::vector<float> prefill;      // [n][vocab] from one batched forward (chunked by max_batch)
   std::vector<float> stepwise;     // [n][vocab] token by token
+  std::vector<float> sampled;      // [vocab] the last position's, from a prefill that samples only:
+                                   // earlier chunks skip their last layer's FFN, the last chunk runs
+                                   // it for its last row alone
 };
 
 FastRun fast_logits(const ModelConfig& cfg, const ModelWeights& w, const std::vector<int>& ids,
@@ -56,6 +59,12 @@ FastRun fast_logits(const ModelConfig& cfg, const ModelWeights& w, const std::ve
   // acts.logits must equal the last row of all_logits.
   for (int v = 0; v < cfg.vocab_size; ++v) {
     EXPECT_EQ(acts.logits[v], r.prefill[static_cast<size_t>(n - 1) * cfg.vocab_size + v]);
+  }
+  {
+    KvCache kv_s(cfg, n, kv_type);
+    Activations acts_s(cfg, max_batch, n, threads);
+    EXPECT_EQ(n, tf.forward(ids, 0, kv_s, acts_s));
+    r.sampled = acts_s.logits;
   }
   KvCache kv2(cfg, n, kv_type);
   Activations acts2(cfg, 1, n, threads);
@@ -100,6 +109,9 @@ void check_against_naive(const ModelConfig& cfg, const ModelWeights& w, const st
                            cfg.vocab_size, tol * scale);
           expect_row_close(what + " decode vs naive", expected[p].data(), r.stepwise.data() + p * cfg.vocab_size,
                            cfg.vocab_size, tol * scale);
+          if (p + 1 == ids.size())
+            expect_row_close(what + " sampling prefill vs naive", expected[p].data(), r.sampled.data(),
+                             cfg.vocab_size, tol * scale);
         }
       }
     }
