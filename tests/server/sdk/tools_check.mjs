@@ -14,7 +14,7 @@ import OpenAI from 'openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { HumanMessage, AIMessage, ToolMessage } from '@langchain/core/messages';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { generateText, streamText, generateObject, tool } from 'ai';
+import { generateText, streamText, Output, tool } from 'ai';
 import { z } from 'zod';
 
 const baseURL = process.argv[2];
@@ -583,12 +583,14 @@ await check('ai-sdk: streamText with toolChoice get_weather', async () => {
   }
 });
 
-await check('ai-sdk: generateObject (json_schema)', async () => {
-  const r = await generateObject({ model: provider('anelm'), schema: zWeather, schemaName: 'weather', prompt: LC_ASK,
-    maxOutputTokens: 400, temperature: 0, maxRetries: 0 });
+// AI SDK 6+ structured output: generateText with Output.object (generateObject is deprecated).
+await check('ai-sdk: generateText with Output.object (json_schema)', async () => {
+  const r = await generateText({ model: provider('anelm'), output: Output.object({ schema: zWeather, name: 'weather' }),
+    prompt: LC_ASK, maxOutputTokens: 400, temperature: 0, maxRetries: 0 });
   eq(sent.at(-1)?.response_format?.type, 'json_schema', 'sent response_format.type');
+  eq(sent.at(-1)?.response_format?.json_schema?.name, 'weather', 'sent json_schema.name');
   eq(r.finishReason, 'stop', 'finishReason');
-  zValid(r.object, 'object');
+  zValid(r.output, 'output');
 });
 
 await check('ai-sdk: tool round trip (tool-call + tool-result messages) is accepted', async () => {
