@@ -336,7 +336,10 @@ void copy_number(const json& j, const char* key, ResponsesRequest& r) {
 // Fields with no meaning for a local server, or whose effect is only on OpenAI's side.
 constexpr const char* kIgnoredFields[] = {
     "user", "prompt_cache_key", "prompt_cache_retention", "include", "client_metadata", "safety_identifier",
-    "service_tier", "truncation", "stream_options", "max_tool_calls", "context_management", "moderation"};
+    "service_tier", "truncation", "stream_options", "max_tool_calls", "context_management", "moderation",
+    // openai 7.x: OpenAI's access programs, background queueing (background: true is a 400 anyway) and
+    // request-level image options (image input is a 400).
+    "access_programs", "background_options", "image"};
 
 // The fields this file handles (anything else is unknown: accepted and logged).
 constexpr const char* kKnownFields[] = {

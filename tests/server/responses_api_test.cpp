@@ -151,7 +151,8 @@ TEST(ResponsesTranslate, SamplingFormatReasoningAndIgnoredFields) {
       "reasoning": {"effort": "minimal", "summary": "auto"}, "store": false, "stream": true,
       "metadata": {"k": "v"}, "user": "u", "prompt_cache_key": "p", "include": ["reasoning.encrypted_content"],
       "client_metadata": {"a": 1}, "safety_identifier": "s", "service_tier": "auto", "truncation": "disabled",
-      "background": false, "some_future_field": 1})");
+      "background": false, "access_programs": {"x": 1}, "background_options": {"completion_window": "2h"},
+      "image": {"detail": "low"}, "some_future_field": 1})");
   const ResponsesRequest r = server::parse_responses_request(body.dump());
   const ChatRequest c = server::responses_to_chat(r, nlohmann::ordered_json::array());
   EXPECT_EQ(c.gen.max_tokens, 77);
@@ -166,7 +167,8 @@ TEST(ResponsesTranslate, SamplingFormatReasoningAndIgnoredFields) {
   EXPECT_FALSE(r.store);
   EXPECT_TRUE(r.stream);
   for (const char* f : {"user", "prompt_cache_key", "include", "client_metadata", "safety_identifier", "service_tier",
-                        "truncation", "text.verbosity", "reasoning.summary", "some_future_field (unknown field)"}) {
+                        "truncation", "access_programs", "background_options", "image", "text.verbosity",
+                        "reasoning.summary", "some_future_field (unknown field)"}) {
     bool found = false;
     for (const std::string& s : r.ignored) found = found || s == f;
     EXPECT_TRUE(found) << f;
