@@ -60,12 +60,16 @@ TEST(ThreadPool, TaperedClaimsShrinkAndCoverEveryIndexOnce) {
         const int64_t size = e - b;
         EXPECT_EQ(b % 16, 0);
         EXPECT_LE(size, last) << "n=" << n << " at " << b;
-        if (e != n) EXPECT_GE(size, min_chunk) << "n=" << n << " at " << b;
+        if (e != n) {
+          EXPECT_GE(size, min_chunk) << "n=" << n << " at " << b;
+        }
         last = size;
         next = e;
       }
       EXPECT_EQ(next, n);
-      if (chunk > min_chunk) EXPECT_GT(claims.size(), static_cast<size_t>(2 * threads)) << "n=" << n;
+      if (chunk > min_chunk) {
+        EXPECT_GT(claims.size(), static_cast<size_t>(2 * threads)) << "n=" << n;
+      }
     }
   }
 }
