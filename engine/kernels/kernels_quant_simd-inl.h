@@ -41,6 +41,15 @@ inline int32_t qs_hsum_epi32(__m256i v) {
 
 inline __m256i qs_load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// The 32 nibbles of 16 bytes, low nibbles first: the bytes loaded into both 128-bit lanes (a load,
+// no shuffle) and the high lane's dwords shifted right by 4, so each byte's high nibble lands in its
+// own low bits (what comes in from the next byte is masked off). Splitting 128-bit halves and
+// inserting one took two shuffle-port operations per block, which bounded the few-token kernels.
+inline __m256i qs_nibbles(const uint8_t* qs) {
+  const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  return _mm256_and_si256(_mm256_srlv_epi32(raw, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+}
+
 // Q4_K / Q5_K: the 12 packed scale bytes (read as 16: the block continues) -> bytes 0..7 = the 8
 // six-bit scales, 8..15 = the 8 mins, in vector registers: a scalar version's round trip through
 // memory sat on every block's critical path.
@@ -152,15 +161,12 @@ template <int T>
 inline void q5_0_tile(const void* row, int64_t cols, const QBlock8* x, float* out) {
   const int64_t nb = cols / kQBlock;
   const auto* w = static_cast<const BlockQ5_0*>(row);
-  const __m128i low4 = _mm_set1_epi8(0x0F);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
     uint32_t qh;
     std::memcpy(&qh, w[b].qh, 4);
-    const __m256i wq = _mm256_or_si256(
-        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4)), qs_bits_0x10(qh));
+    const __m256i wq = _mm256_or_si256(qs_nibbles(w[b].qs), qs_bits_0x10(qh));
     const float d = _cvtsh_ss(w[b].d);
     for (int t = 0; t < T; ++t) {
       const QBlock8& xb = x[t * nb + b];
@@ -181,17 +187,8 @@ inline __m256i qs_dot_signed_scaled(__m256i w, __m256i x, __m256i sc) {
 
 // IQ4 nibbles of 16 bytes -> 32 signed levels (low nibbles first).
 inline __m256i qs_iq4_levels(const uint8_t* qs) {
-  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(raw, 4), low4)),
-                          _mm_shuffle_epi8(table, _mm_and_si128(raw, low4)));
-}
-
-inline __m256i qs_nibbles(const uint8_t* qs) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  return _mm256_shuffle_epi8(table, qs_nibbles(qs));
 }
 
 // Q4_1 / Q5_1 row . T tokens of QBlock8: d * dot(q, x) + m * sum(x) per block.

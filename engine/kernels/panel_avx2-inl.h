@@ -35,11 +35,7 @@ struct PanelQ4_0 {
   static constexpr bool kSigned = false;
   static constexpr int kOffset = 8;
   static constexpr bool kMin = false;
-  static __m256i values(const Block& b) { return nibbles(b.qs); }
-  static __m256i nibbles(const uint8_t* qs) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), low4 = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low4), _mm_and_si128(raw, low4));
-  }
+  static __m256i values(const Block& b) { return qs_nibbles(b.qs); }
 };
 // Q5_0 (the bulk of a Q4_K_M file whose rows are not a multiple of 256, e.g. Gemma 3's 1152): the
 // nibbles with the fifth bit as u8 0..31, the -16 offset as -16 * sum(x) per block and token.
@@ -53,7 +49,7 @@ struct PanelQ5_0 {
   static __m256i fives(const uint8_t* qs, const uint8_t* qh4) {
     uint32_t qh;
     std::memcpy(&qh, qh4, 4);
-    return _mm256_or_si256(PanelQ4_0::nibbles(qs), qs_bits_0x10(qh));
+    return _mm256_or_si256(qs_nibbles(qs), qs_bits_0x10(qh));
   }
 };
 
@@ -79,7 +75,7 @@ struct PanelQ1 {
   static constexpr bool kMin = true;
   static __m256i values(const Block& b) {
     if constexpr (kFifthBit) return PanelQ5_0::fives(b.qs, b.qh);
-    else return PanelQ4_0::nibbles(b.qs);
+    else return qs_nibbles(b.qs);
   }
 };
 
@@ -188,47 +184,62 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
 }
 
 // Fewer tokens (decode, a batched decode step): the panels' sums in the panels' order, straight from
-// the rows, while the next group's next_bytes are prefetched (spread over the blocks). Each of 8 rows' blocks is dotted on its own (8 int32 lanes of partial sums) and a
-// transpose of adds turns the 8 rows' lanes into one vector of their exact block dots, which is then
-// converted and FMA'd against (row scales x token scale) in block order as panel_tile does: a token
-// gets bit-identical results whichever path and batch it runs in, so a sequence decoded alone and one
-// decoded beside a prefill chunk agree to the bit.
-inline __m256i rows_sum8(const __m256i* p) {
-  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-  // a: rows 0-3 over the low 128-bit halves | rows 0-3 over the high halves; b likewise for rows 4-7.
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+// the rows, while the next group's next_bytes are prefetched (spread over the blocks). Each row's
+// block is dotted on its own (8 int32 lanes of partial sums), the 8 rows' lanes are folded into one
+// vector of their exact block dots (quad_dots), which is converted and FMA'd against (row scales x
+// token scale) in block order as panel_tile does: a token gets bit-identical results whichever path
+// and batch it runs in, so a sequence decoded alone and one decoded beside a prefill chunk agree to
+// the bit.
+// Two rows' int32 lanes interleaved and added: per 128-bit lane, rows (a, b, a, b).
+inline __m256i pair32(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+// Two such pairs: per 128-bit lane, rows (a0, a1, b0, b1).
+inline __m256i pair64(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+
+// Rows 4h..4h+3 of the group dotted with each token's block b: per token, the four rows' sums over
+// each 128-bit half (rows reduced pairwise as they are dotted, so only a few vectors stay live: with
+// all eight rows' values and dots held at once the 16 ymm registers spilled). Interleave-and-add,
+// not hadd: hadd costs two shuffles and an add per instruction, an unpack one shuffle.
+template <class P, int T>
+inline void quad_dots(const typename P::Block* const* rows, int64_t b, const __m256i* xq, __m256i* out) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  auto dot = [&](__m256i v, __m256i x) {
+    const __m256i u = P::kSigned ? _mm256_sign_epi8(v, v) : v;
+    const __m256i sx = P::kSigned ? _mm256_sign_epi8(x, v) : x;
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, sx), ones);
+  };
+  for (int pair = 0; pair < 2; ++pair) {
+    const __m256i va = P::values(rows[2 * pair][b]), vb = P::values(rows[2 * pair + 1][b]);
+    for (int t = 0; t < T; ++t) {
+      const __m256i s = pair32(dot(va, xq[t]), dot(vb, xq[t]));
+      out[t] = pair == 0 ? s : pair64(out[t], s);
+    }
+  }
 }
 
 template <class P, int T>
 inline void group_tile(const typename P::Block* const* rows, int64_t nb, const QBlock8* x, int64_t xs, float* y,
                        int64_t ldy, int nr, const char* next, int64_t next_bytes) {
   const int64_t per_block = (next_bytes / 64 + nb - 1) / nb;
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     for (int64_t l = b * per_block; l < (b + 1) * per_block && l * 64 < next_bytes; ++l) {
       _mm_prefetch(next + l * 64, _MM_HINT_T0);
     }
-    // |w| kept across the tokens only while registers last (16: 8 rows' values and |w| fill them).
-    constexpr bool kKeepAbs = T <= 2;
-    __m256i v[kPanelRows], uw[kPanelRows];
-    for (int i = 0; i < kPanelRows; ++i) {
-      v[i] = P::values(rows[i][b]);
-      if constexpr (kKeepAbs) uw[i] = P::kSigned ? _mm256_sign_epi8(v[i], v[i]) : v[i];
-    }
+    __m256i xq[T], lo[T], hi[T];
+    for (int t = 0; t < T; ++t) xq[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t * xs + b].qs));
+    quad_dots<P, T>(rows, b, xq, lo);
+    quad_dots<P, T>(rows + 4, b, xq, hi);
     const __m256 dw = rows_d<P>(rows, b), mw = rows_m<P>(rows, b);  // exactly the floats the panel stores
     for (int t = 0; t < T; ++t) {
       const QBlock8& xb = x[t * xs + b];
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      __m256i p[kPanelRows];
-      for (int i = 0; i < kPanelRows; ++i) {
-        const __m256i sx = P::kSigned ? _mm256_sign_epi8(xq, v[i]) : xq;
-        const __m256i a = kKeepAbs ? uw[i] : (P::kSigned ? _mm256_sign_epi8(v[i], v[i]) : v[i]);
-        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(a, sx), ones);
-      }
-      __m256i isum = rows_sum8(p);
+      // Rows 0-3 over both 128-bit halves, then rows 4-7: the 8 rows' exact block dots.
+      __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(lo[t], hi[t], 0x20),
+                                      _mm256_permute2x128_si256(lo[t], hi[t], 0x31));
       if constexpr (!P::kSigned) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(-P::kOffset * xb.sum));
       acc[t] = block_fma<P>(isum, dw, mw, xb, acc[t]);
     }
