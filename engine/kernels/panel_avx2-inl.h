@@ -190,6 +190,7 @@ inline void panel_tile(const uint8_t* panel, int64_t nb, const QBlock8* x, int64
 // token scale) in block order as panel_tile does: a token gets bit-identical results whichever path
 // and batch it runs in, so a sequence decoded alone and one decoded beside a prefill chunk agree to
 // the bit.
+
 // Two rows' int32 lanes interleaved and added: per 128-bit lane, rows (a, b, a, b).
 inline __m256i pair32(__m256i a, __m256i b) {
   return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
@@ -199,10 +200,10 @@ inline __m256i pair64(__m256i a, __m256i b) {
   return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
 }
 
-// Rows 4h..4h+3 of the group dotted with each token's block b: per token, the four rows' sums over
-// each 128-bit half (rows reduced pairwise as they are dotted, so only a few vectors stay live: with
-// all eight rows' values and dots held at once the 16 ymm registers spilled). Interleave-and-add,
-// not hadd: hadd costs two shuffles and an add per instruction, an unpack one shuffle.
+// rows[0..3] dotted with each token's block b: per token, the four rows' sums over each 128-bit
+// half. Rows are folded pairwise as they are dotted, so only a few vectors stay live (with all eight
+// rows' values and dots held at once the 16 ymm registers spilled); interleave-and-add, not hadd:
+// hadd costs two shuffles and an add per instruction, an unpack one shuffle.
 template <class P, int T>
 inline void quad_dots(const typename P::Block* const* rows, int64_t b, const __m256i* xq, __m256i* out) {
   const __m256i ones = _mm256_set1_epi16(1);
