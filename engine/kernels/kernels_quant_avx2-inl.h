@@ -26,7 +26,13 @@ alignas(32) inline constexpr int8_t kPair16[4][32] = {
     ANELM_P(0), ANELM_P(1), ANELM_P(2), ANELM_P(3)
 #undef ANELM_P
 };
-// Bytes 8..15 (the eight Q4_K mins) as int16 lanes, each twice: min j against bsums 2j and 2j + 1.
+// From the 8 Q4_K scales and 8 mins (bytes 0-7, 8-15 of both 128-bit lanes), as int16 lanes: scale j
+// in every lane (kScale16[j]); min j twice, against bsums 2j and 2j + 1 (kMinPairs).
+alignas(32) inline constexpr int8_t kScale16[8][32] = {
+#define ANELM_S(j) {j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1, j, -1}
+    ANELM_S(0), ANELM_S(1), ANELM_S(2), ANELM_S(3), ANELM_S(4), ANELM_S(5), ANELM_S(6), ANELM_S(7)
+#undef ANELM_S
+};
 alignas(32) inline constexpr int8_t kMinPairs[32] = {8,  -1, 8,  -1, 9,  -1, 9,  -1, 10, -1, 10, -1, 11, -1, 11, -1,
                                                      12, -1, 12, -1, 13, -1, 13, -1, 14, -1, 14, -1, 15, -1, 15, -1};
 
@@ -53,11 +59,27 @@ inline __m256i k2_bit_to(__m256i v) {
   else return _mm256_and_si256(_mm256_srli_epi16(v, J - P), m);
 }
 
+// Q4_K / Q5_K: the 12 packed scale bytes -> bytes 0..7 = the 8 six-bit scales, 8..15 = the 8 mins,
+// unpacked in general registers (idle in these loops) and moved in two pieces: 2-3 vector operations
+// instead of qs_k4_scales_mins' 11, on ports the one-token GEMV runs out of; k2_q45_tile unpacks a
+// block ahead, which hides the longer latency. Zen 5, forced avx2, one token: 0.82x the time.
+inline __m128i k2_q4_scales_mins(const uint8_t* s12) {
+  uint32_t a0, a1, a2;
+  std::memcpy(&a0, s12, 4);
+  std::memcpy(&a1, s12 + 4, 4);
+  std::memcpy(&a2, s12 + 8, 4);
+  asm("" : "+r"(a0), "+r"(a1), "+r"(a2));  // kept scalar: GCC's SLP pass would vectorize it via memory
+  const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
+  const uint64_t sc = (a0 & m6) | static_cast<uint64_t>((a2 & m4) | (((a0 >> 6) & m2) << 4)) << 32;
+  const uint64_t mn = (a1 & m6) | static_cast<uint64_t>(((a2 >> 4) & m4) | (((a1 >> 6) & m2) << 4)) << 32;
+  return _mm_set_epi64x(static_cast<int64_t>(mn), static_cast<int64_t>(sc));
+}
+
 // Q4_K / Q5_K row . T tokens (token t's super-blocks at x + t * xs), out[t]. The packed scales are
-// unpacked one block ahead, so that chain (load, 6-bit unpack, widen) overlaps the previous block's
-// dots instead of heading its own (9% on a one-token GEMV, Zen 5). Per token and block one hadd pairs
-// the scaled sums with the mins' sums ([s s m m | s s m m], exact in int32), converted once and taken
-// into one accumulator by [d d -dmin -dmin] (3% over two accumulators).
+// unpacked one block ahead, so that chain overlaps the previous block's dots instead of heading its
+// own (9% on a one-token GEMV, Zen 5). Per token and block one hadd pairs the scaled sums with the
+// mins' sums ([s s m m | s s m m], exact in int32), converted once and taken into one accumulator by
+// [d d -dmin -dmin] (3% over two accumulators).
 template <int T, bool kFifthBit>
 inline void k2_q45_tile(const void* row, int64_t nb, const QBlockK* x, int64_t xs, float* out) {
   using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
@@ -67,12 +89,11 @@ inline void k2_q45_tile(const void* row, int64_t nb, const QBlockK* x, int64_t x
   __m256 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  // Block b's scales (sc0..7 as int16 in both 128-bit lanes) and mins (kMinPairs), unpacked one
-  // block ahead: off the block's dependency chain.
+  // Block b's 8 scales and 8 mins (u8, in both 128-bit lanes: kScale16 picks a scale) and its mins
+  // as int16 pairs (kMinPairs), unpacked one block ahead.
   auto unpack = [&](const Block& wb, __m256i& scales, __m256i& mins) {
-    const __m128i sm = qs_k4_scales_mins(wb.scales);  // 8 scales, 8 mins (u8)
-    scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-    mins = k2_shuffle(_mm256_broadcastsi128_si256(sm), kMinPairs);
+    scales = _mm256_broadcastsi128_si256(k2_q4_scales_mins(wb.scales));
+    mins = k2_shuffle(scales, kMinPairs);
   };
   __m256i scales_next, mins_next;
   unpack(w[0], scales_next, mins_next);
@@ -97,7 +118,7 @@ inline void k2_q45_tile(const void* row, int64_t nb, const QBlockK* x, int64_t x
           default: lo = _mm256_or_si256(lo, k2_bit_to<6, 4>(hb)); hi = _mm256_or_si256(hi, k2_bit_to<7, 4>(hb)); break;
         }
       }
-      const __m256i slo = k2_shuffle(scales, kBcast16[2 * k]), shi = k2_shuffle(scales, kBcast16[2 * k + 1]);
+      const __m256i slo = k2_shuffle(scales, kScale16[2 * k]), shi = k2_shuffle(scales, kScale16[2 * k + 1]);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const int8_t* xq = x[t * xs + b].qs + 64 * k;
