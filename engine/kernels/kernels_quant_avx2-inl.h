@@ -59,22 +59,6 @@ inline __m256i k2_bit_to(__m256i v) {
   else return _mm256_and_si256(_mm256_srli_epi16(v, J - P), m);
 }
 
-// Q4_K / Q5_K: the 12 packed scale bytes -> bytes 0..7 = the 8 six-bit scales, 8..15 = the 8 mins,
-// unpacked in general registers (idle in these loops) and moved in two pieces: 2-3 vector operations
-// instead of qs_k4_scales_mins' 11, on ports the one-token GEMV runs out of; k2_q45_tile unpacks a
-// block ahead, which hides the longer latency. Zen 5, forced avx2, one token: 0.82x the time.
-inline __m128i k2_q4_scales_mins(const uint8_t* s12) {
-  uint32_t a0, a1, a2;
-  std::memcpy(&a0, s12, 4);
-  std::memcpy(&a1, s12 + 4, 4);
-  std::memcpy(&a2, s12 + 8, 4);
-  asm("" : "+r"(a0), "+r"(a1), "+r"(a2));  // kept scalar: GCC's SLP pass would vectorize it via memory
-  const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
-  const uint64_t sc = (a0 & m6) | static_cast<uint64_t>((a2 & m4) | (((a0 >> 6) & m2) << 4)) << 32;
-  const uint64_t mn = (a1 & m6) | static_cast<uint64_t>(((a2 >> 4) & m4) | (((a1 >> 6) & m2) << 4)) << 32;
-  return _mm_set_epi64x(static_cast<int64_t>(mn), static_cast<int64_t>(sc));
-}
-
 // Q4_K / Q5_K row . T tokens (token t's super-blocks at x + t * xs), out[t]. The packed scales are
 // unpacked one block ahead, so that chain overlaps the previous block's dots instead of heading its
 // own (9% on a one-token GEMV, Zen 5). Per token and block one hadd pairs the scaled sums with the
@@ -92,7 +76,7 @@ inline void k2_q45_tile(const void* row, int64_t nb, const QBlockK* x, int64_t x
   // Block b's 8 scales and 8 mins (u8, in both 128-bit lanes: kScale16 picks a scale) and its mins
   // as int16 pairs (kMinPairs), unpacked one block ahead.
   auto unpack = [&](const Block& wb, __m256i& scales, __m256i& mins) {
-    scales = _mm256_broadcastsi128_si256(k2_q4_scales_mins(wb.scales));
+    scales = _mm256_broadcastsi128_si256(qs_k4_scales_mins(wb.scales));
     mins = k2_shuffle(scales, kMinPairs);
   };
   __m256i scales_next, mins_next;
