@@ -299,7 +299,7 @@ struct AttnSimd {
 
 #include "engine/kernels/kernels_quant_simd-inl.h"
 #include "engine/kernels/kernels_quant_avx2-inl.h"
-#include "engine/kernels/panel_avx2-inl.h"  // after the quant helpers: Q5_0 uses qs_bits_0x10
+#include "engine/kernels/panel_avx2-inl.h"  // after the quant helpers: the panels use qs_nibbles, qs_fives
 
 // ---- activation quantisers (bit-identical to the reference) ---------------------------------------
 

@@ -2,8 +2,10 @@
 // kernels_quant_simd-inl.h, inside its anonymous namespace). One kernel per type serves one token
 // (decode), a few tokens (a batched decode step) and the tiles of a prefill: each weight
 // super-block is decoded once per pass over a row (nibbles, fifth/high bits and the per-sub-block
-// int16 scale vectors, built with vector shuffles instead of per-scale scalar code) and shared by
-// the T tokens of the pass; per token and 32 weights the work is maddubs, madd by the scale, add.
+// int16 scale vectors: the packed scales unpacked one block ahead, their bit fields spread in
+// general registers where that saves vector operations, each sub-block's scale broadcast by a
+// shuffle) and shared by the T tokens of the pass; per token and 32 weights the work is maddubs,
+// madd by the scale, add.
 // The mins (Q4_K/Q5_K) and the -32 offset (Q6_K) come in through the activations' bsums with one
 // madd per token and super-block, kept in vector accumulators (no horizontal sum per block).
 // On 16 ymm registers the loop runs over pairs of sub-blocks so that only two weight vectors and

@@ -2,10 +2,10 @@
 // kernels on 256-bit vectors, written once and included by kernels_avx512.cpp (defines
 // ANELM_QUANT_VNNI: vpdpbusd, and mask moves for the Q5_0 high bits), whose table runs these tiles,
 // and by kernels_avx2.cpp (maddubs + madd), whose table has a faster kernel for every type and uses
-// only the block helpers (qs_load, qs_bits_0x10, qs_iq4_levels, qs_hsum_epi32). Each weight
-// (super-)block is decoded to unsigned bytes once and shared by the T tokens of a tile; integer dots
-// per sub-block are scaled in int32, mins and offsets are folded in through the activation sums (as
-// llama.cpp).
+// only the block helpers (qs_load, qs_nibbles, qs_fives, qs_iq4_levels, qs_k4_scales_mins,
+// qs_hsum_epi32). Each weight (super-)block is decoded to unsigned bytes once and shared by the T
+// tokens of a tile; integer dots per sub-block are scaled in int32, mins and offsets are folded in
+// through the activation sums (as llama.cpp).
 // Include inside the per-ISA anonymous namespace after hsum256. No include guard on purpose.
 
 #if defined(ANELM_QUANT_VNNI)
@@ -48,6 +48,13 @@ inline __m256i qs_load(const void* p) { return _mm256_loadu_si256(static_cast<co
 inline __m256i qs_nibbles(const uint8_t* qs) {
   const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
   return _mm256_and_si256(_mm256_srlv_epi32(raw, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+}
+
+// Q5_0 / Q5_1: the 32 values of a block as u8 0..31, the nibbles with their fifth bits (qh, 4 bytes).
+inline __m256i qs_fives(const uint8_t* qs, const uint8_t* qh4) {
+  uint32_t qh;
+  std::memcpy(&qh, qh4, 4);
+  return _mm256_or_si256(qs_nibbles(qs), qs_bits_0x10(qh));
 }
 
 // Q4_K / Q5_K: the 12 packed scale bytes -> bytes 0..7 = the 8 six-bit scales, 8..15 = the 8 mins,
@@ -165,9 +172,7 @@ inline void q5_0_tile(const void* row, int64_t cols, const QBlock8* x, float* ou
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    uint32_t qh;
-    std::memcpy(&qh, w[b].qh, 4);
-    const __m256i wq = _mm256_or_si256(qs_nibbles(w[b].qs), qs_bits_0x10(qh));
+    const __m256i wq = qs_fives(w[b].qs, w[b].qh);
     const float d = _cvtsh_ss(w[b].d);
     for (int t = 0; t < T; ++t) {
       const QBlock8& xb = x[t * nb + b];
@@ -205,9 +210,7 @@ inline void q41_51_tile(const void* row, int64_t cols, const QBlock8* x, float* 
     __m256i wq;
     float d, m;
     if constexpr (kFive) {
-      uint32_t qh;
-      std::memcpy(&qh, w5[b].qh, 4);
-      wq = _mm256_or_si256(qs_nibbles(w5[b].qs), qs_bits_0x10(qh));
+      wq = qs_fives(w5[b].qs, w5[b].qh);
       d = _cvtsh_ss(w5[b].d), m = _cvtsh_ss(w5[b].m);
     } else {
       wq = qs_nibbles(w1[b].qs);

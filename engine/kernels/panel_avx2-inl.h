@@ -45,12 +45,7 @@ struct PanelQ5_0 {
   static constexpr bool kSigned = false;
   static constexpr int kOffset = 16;
   static constexpr bool kMin = false;
-  static __m256i values(const Block& b) { return fives(b.qs, b.qh); }
-  static __m256i fives(const uint8_t* qs, const uint8_t* qh4) {
-    uint32_t qh;
-    std::memcpy(&qh, qh4, 4);
-    return _mm256_or_si256(qs_nibbles(qs), qs_bits_0x10(qh));
-  }
+  static __m256i values(const Block& b) { return qs_fives(b.qs, b.qh); }
 };
 
 // IQ4_NL (the 4-bit blocks of 32 that IQ4_XS files fall back to where a row is not a multiple of 256):
@@ -74,7 +69,7 @@ struct PanelQ1 {
   static constexpr int kOffset = 0;
   static constexpr bool kMin = true;
   static __m256i values(const Block& b) {
-    if constexpr (kFifthBit) return PanelQ5_0::fives(b.qs, b.qh);
+    if constexpr (kFifthBit) return qs_fives(b.qs, b.qh);
     else return qs_nibbles(b.qs);
   }
 };
