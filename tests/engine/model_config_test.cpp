@@ -1,6 +1,8 @@
 // ModelConfig: validate() lists every problem; HF config.json and GGUF metadata map to the right fields.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/config_gguf.h"
 #include "engine/config_hf.h"
 #include "engine/error.h"
@@ -14,6 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using anelm::testing::make_temp_dir;
 using namespace anelm::testing::loader;
+using nlohmann::json;
 
 ModelConfig good() {
   ModelConfig c;
@@ -201,6 +204,52 @@ TEST(ConfigHf, Errors) {
   EXPECT_NE(m4.find("hidden_size"), std::string::npos);
   fs::path dir = make_temp_dir("cfg");
   EXPECT_THROW(config_from_hf_dir(dir.string()), Error);
+}
+
+// Qwen3.5 and Phi-3 read rope_theta and partial_rotary_factor from rope_parameters (newer configs)
+// or the top level (older ones); the nested value wins, and a factor outside (0, 1] is refused by name.
+TEST(ConfigHf, RopeFieldsNestedOrTopLevel) {
+  const json qwen35 = {{"architectures", {"Qwen3_5ForCausalLM"}}, {"hidden_size", 256}, {"num_hidden_layers", 4},
+                       {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 64},
+                       {"intermediate_size", 512}, {"vocab_size", 1000}, {"linear_num_key_heads", 2},
+                       {"linear_num_value_heads", 4}};
+  const json phi3 = {{"architectures", {"Phi3ForCausalLM"}}, {"hidden_size", 256}, {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4}, {"intermediate_size", 512}, {"vocab_size", 1000}};
+  struct Case {
+    const json* base;
+    json extra;
+    float theta;
+    int rope_dim;
+  };
+  const Case cases[] = {
+      {&qwen35, json::object(), 10000000.0f, 16},  // defaults: 0.25 of head_dim 64
+      {&qwen35, {{"rope_theta", 5e6}, {"partial_rotary_factor", 0.5}}, 5e6f, 32},
+      {&qwen35, {{"rope_theta", 5e6}, {"rope_parameters", {{"rope_theta", 1e6}, {"partial_rotary_factor", 1.0}}}}, 1e6f, 64},
+      {&phi3, json::object(), 10000.0f, 64},  // defaults: every dim of head_dim 64
+      {&phi3, {{"partial_rotary_factor", 0.75}}, 10000.0f, 48},
+      {&phi3, {{"partial_rotary_factor", 0.75}, {"rope_parameters", {{"rope_theta", 250000.0}, {"partial_rotary_factor", 0.5}}}},
+       250000.0f, 32},
+  };
+  for (const Case& k : cases) {
+    json j = *k.base;
+    j.update(k.extra);
+    const ModelConfig c = config_from_hf_json(j.dump(), "config.json");
+    EXPECT_FLOAT_EQ(c.rope_theta, k.theta) << j.dump();
+    EXPECT_EQ(c.rope_dim, k.rope_dim) << j.dump();
+  }
+  for (const json* base : {&qwen35, &phi3}) {
+    for (const json& bad : {json{{"partial_rotary_factor", 1.5}}, json{{"rope_parameters", {{"partial_rotary_factor", 0.0}}}}}) {
+      json j = *base;
+      j.update(bad);
+      try {
+        config_from_hf_json(j.dump(), "config.json");
+        ADD_FAILURE() << "accepted " << j.dump();
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::kFormat);
+        EXPECT_NE(std::string(e.what()).find("partial_rotary_factor"), std::string::npos) << e.what();
+      }
+    }
+  }
 }
 
 TEST(ConfigGguf, QwenMetadata) {
