@@ -167,18 +167,23 @@ void read_sizes(const json& j, const std::string& source, ModelConfig& c) {
   c.vocab_size = get_int(j, "vocab_size", source, std::nullopt);
 }
 
-// rope_theta and partial_rotary_factor: inside rope_parameters (newer configs) or at the top. Returns
-// the object the other RoPE fields live in (rope_parameters when present, else j).
-const json& read_rope_base(const json& j, const std::string& source, float theta_default, float partial_default,
-                           float& theta, float& partial) {
+// rope_theta and partial_rotary_factor, read inside rope_parameters (newer configs) or at the top;
+// `fields` is where the other RoPE fields live (rope_parameters when present, else the config).
+struct RopeBase {
+  const json& fields;
+  float theta;
+  float partial;
+};
+
+RopeBase read_rope_base(const json& j, const std::string& source, float theta_default, float partial_default) {
   const auto rp = j.find("rope_parameters");
   const json& rope = rp != j.end() && rp->is_object() ? *rp : j;
-  theta = get_float(rope, "rope_theta", source, get_float(j, "rope_theta", source, theta_default));
-  partial = get_float(rope, "partial_rotary_factor", source, get_float(j, "partial_rotary_factor", source, partial_default));
+  const float theta = get_float(rope, "rope_theta", source, get_float(j, "rope_theta", source, theta_default));
+  const float partial = get_float(rope, "partial_rotary_factor", source, get_float(j, "partial_rotary_factor", source, partial_default));
   if (!(partial > 0.0f && partial <= 1.0f)) {
     throw Error(ErrorKind::kFormat, "'" + source + "': partial_rotary_factor = " + std::to_string(partial) + " must be in (0, 1]");
   }
-  return rope;
+  return {rope, theta, partial};
 }
 
 // Qwen3.5: the text model's fields sit in `text_config` (the multimodal checkpoints) or at the top.
@@ -196,9 +201,9 @@ ModelConfig qwen35_from_hf(const json& top, const std::string& source) {
   c.head_dim = get_int(j, "head_dim", source, std::nullopt);
   c.max_ctx = get_int(j, "max_position_embeddings", source, 262144);
   c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-6f);
-  float partial = 0.0f;
-  read_rope_base(j, source, 10000000.0f, 0.25f, c.rope_theta, partial);
-  c.rope_dim = static_cast<int>(std::lround(c.head_dim * partial));
+  const RopeBase rb = read_rope_base(j, source, 10000000.0f, 0.25f);
+  c.rope_theta = rb.theta;
+  c.rope_dim = static_cast<int>(std::lround(c.head_dim * rb.partial));
   DeltaNetDims& dn = c.deltanet;
   dn.n_k_heads = get_int(j, "linear_num_key_heads", source, std::nullopt);
   dn.n_v_heads = get_int(j, "linear_num_value_heads", source, std::nullopt);
@@ -265,10 +270,11 @@ ModelConfig phi3_from_hf(const json& j, const std::string& source) {
   c.rms_eps = get_float(j, "rms_norm_eps", source, 1e-5f);
   // Newer configs nest the RoPE fields in rope_parameters (with the LongRoPE ones), older ones keep
   // them at the top with LongRoPE in rope_scaling.
-  float partial = 0.0f;
-  const json& rope = read_rope_base(j, source, 10000.0f, 1.0f, c.rope_theta, partial);
+  const RopeBase rb = read_rope_base(j, source, 10000.0f, 1.0f);
+  const json& rope = rb.fields;
+  c.rope_theta = rb.theta;
   if (c.n_heads > 0 && c.d_model > 0 && c.d_model <= ModelLimits::kMaxDim) {
-    c.rope_dim = static_cast<int>(static_cast<double>(partial) * c.d_model) / c.n_heads;
+    c.rope_dim = static_cast<int>(static_cast<double>(rb.partial) * c.d_model) / c.n_heads;
   }
   c.rope_orig_ctx = get_int(rope, "original_max_position_embeddings", source,
                             get_int(j, "original_max_position_embeddings", source, c.max_ctx));
