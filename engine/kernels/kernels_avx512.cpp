@@ -431,6 +431,7 @@ void float_gemm(const void* w, int64_t cols, const float* x, int n, float* __res
 }
 
 #include "engine/kernels/matmul_tiles-inl.h"
+#include "engine/kernels/q8_0_lanes_avx512-inl.h"
 
 // ---- Q8_0 prefill: activations repacked per token block into block pairs -----------------------
 // XPair: two consecutive QBlock8 of one token as one zmm of x + 128 (unsigned, so vpdpbusd takes
@@ -551,6 +552,12 @@ void matmul_avx512(const void* w, int64_t cols, const float* xf, const void* xq,
     if constexpr (requires { K::kTokenTiles; }) {  // Q4_K, Q5_K, Q6_K: a batched decode step or a prefill
       K::token_tiles(w, cols, x, n, y, ldy, r0, r1);
       return;
+    }
+    if constexpr (K::kType == DType::kQ8_0) {
+      if (n >= kLaneMinTokens) {
+        gemm_lanes(w, cols, x, n, y, ldy, r0, r1);
+        return;
+      }
     }
     if constexpr (requires { typename K::PairDec; }) {  // Q8_0, Q5_0: packed-pair prefill
       const int64_t nb = cols / kQBlock;
