@@ -335,8 +335,11 @@ struct FloatKernel {
   }
 };
 struct PairQ8_0;
+struct LaneQ8_0;
+struct LaneQ4_0;
 struct Q8_0Kernel {
   using PairDec = PairQ8_0;
+  using LaneDec = LaneQ8_0;
   using X = QBlock8;
   using WType = void;
   static constexpr DType kType = DType::kQ8_0;
@@ -350,6 +353,7 @@ struct Q8_0Kernel {
   }
 };
 struct Q4_0Kernel {
+  using LaneDec = LaneQ4_0;
   using X = QBlock8;
   using WType = void;
   static constexpr DType kType = DType::kQ4_0;
@@ -431,7 +435,11 @@ void float_gemm(const void* w, int64_t cols, const float* x, int n, float* __res
 }
 
 #include "engine/kernels/matmul_tiles-inl.h"
-#include "engine/kernels/q8_0_lanes_avx512-inl.h"
+
+#define ANELM_QUANT_VNNI 1
+#include "engine/kernels/kernels_quant_simd-inl.h"
+#include "engine/kernels/kernels_quant_avx512-inl.h"
+#include "engine/kernels/q32_lanes_avx512-inl.h"
 
 // ---- Q8_0 prefill: activations repacked per token block into block pairs -----------------------
 // XPair: two consecutive QBlock8 of one token as one zmm of x + 128 (unsigned, so vpdpbusd takes
@@ -553,9 +561,9 @@ void matmul_avx512(const void* w, int64_t cols, const float* xf, const void* xq,
       K::token_tiles(w, cols, x, n, y, ldy, r0, r1);
       return;
     }
-    if constexpr (K::kType == DType::kQ8_0) {
+    if constexpr (requires { typename K::LaneDec; }) {  // 32-element blocks with one scale
       if (n >= kLaneMinTokens) {
-        gemm_lanes(w, cols, x, n, y, ldy, r0, r1);
+        gemm_lanes<typename K::LaneDec>(w, cols, x, n, y, ldy, r0, r1);
         return;
       }
     }
@@ -802,10 +810,6 @@ struct AttnSimd {
 };
 #include "engine/kernels/attention_simd-inl.h"
 
-#define ANELM_QUANT_VNNI 1
-#include "engine/kernels/kernels_quant_simd-inl.h"
-#include "engine/kernels/kernels_quant_avx512-inl.h"
-
 template <class K>
 struct MatmulOf {
   static constexpr MatmulFn fn = matmul_avx512<K>;
@@ -825,6 +829,7 @@ const KernelTable& avx512_kernel_table() {
     t.matmul[dtype_index(DType::kQ4_0)] = matmul_avx512<Q4_0Kernel>;
     fill_quant_simd<MatmulOf>(t);
     t.matmul[dtype_index(DType::kQ5_0)] = matmul_avx512<Q5_0Kernel512>;
+    t.matmul[dtype_index(DType::kIQ4_NL)] = matmul_avx512<IQ4_NLKernel512>;
     t.matmul[dtype_index(DType::kQ4_K)] = matmul_avx512<Q4_KKernel512>;
     t.matmul[dtype_index(DType::kQ5_K)] = matmul_avx512<Q5_KKernel512>;
     t.matmul[dtype_index(DType::kQ6_K)] = matmul_avx512<Q6_KKernel512>;

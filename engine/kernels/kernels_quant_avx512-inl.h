@@ -73,12 +73,19 @@ struct PairQ5_0 {
   }
 };
 
+struct LaneQ5_0;
+struct LaneIQ4_NL;
 struct Q5_0Kernel512 : Q5_0Kernel {
   using PairDec = PairQ5_0;
+  using LaneDec = LaneQ5_0;
   template <int R>
   static void rows(const void* const* r, int64_t cols, const QBlock8* x, float* out, int64_t rb) {
     q5_0_rows2<R>(r, cols, x, out, rb);
   }
+};
+
+struct IQ4_NLKernel512 : IQ4_NLKernel {
+  using LaneDec = LaneIQ4_NL;
 };
 
 // Two 32-byte halves as one zmm.
